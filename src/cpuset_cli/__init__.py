@@ -1,0 +1,1 @@
+"""cpuset_cli: the ``nri-cpuset`` command and the composition root."""

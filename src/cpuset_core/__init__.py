@@ -1,0 +1,74 @@
+"""cpuset_core: decides every container's ``cpuset.cpus`` and ``cpuset.mems`` on one machine.
+
+Standard library only, no I/O, no clock, no environment: the same inputs always give the same
+placements. This module is the public, stable API; everything not listed in ``__all__`` is an
+implementation detail. See ``docs/library.md``.
+"""
+
+from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
+from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
+from cpuset_core.engine import CpusetEngine
+from cpuset_core.errors import (
+    AdmissionError,
+    CpuListSyntaxError,
+    CpusetError,
+    CpuUnavailableError,
+    InsufficientCpusError,
+    InsufficientCpusForReassignmentError,
+    InvalidAnnotationError,
+    NumaResolutionError,
+    SharedPoolExhaustedError,
+    StalePlanError,
+    TopologyError,
+    UpdateTransactionError,
+)
+from cpuset_core.invariants import violations
+from cpuset_core.ledger import Entry, Ledger
+from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
+from cpuset_core.plan import Plan
+from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
+from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
+from cpuset_core.topology import CpuInfo, Topology
+from cpuset_core.transaction import apply_transaction, stage
+
+__all__ = [
+    "DEFAULT_PIN_ANNOTATION",
+    "EMPTY",
+    "MAX_ID",
+    "AdmissionError",
+    "CPUSet",
+    "Classification",
+    "ContainerFacts",
+    "ContainerUpdate",
+    "ContainerUpdater",
+    "CpuInfo",
+    "CpuListSyntaxError",
+    "CpuUnavailableError",
+    "CpusetEngine",
+    "CpusetError",
+    "Entry",
+    "InsufficientCpusError",
+    "InsufficientCpusForReassignmentError",
+    "InvalidAnnotationError",
+    "Kind",
+    "Ledger",
+    "NumaResolutionError",
+    "Placement",
+    "Plan",
+    "PodFacts",
+    "QoS",
+    "RuntimeEvents",
+    "Settings",
+    "SharedPoolExhaustedError",
+    "StalePlanError",
+    "Topology",
+    "TopologyError",
+    "TopologySource",
+    "UpdateOutcome",
+    "UpdateTransactionError",
+    "apply_transaction",
+    "classify",
+    "qos_from_cgroup_parent",
+    "stage",
+    "violations",
+]

@@ -1,0 +1,113 @@
+"""Classification of a container as annotated, integer or shared.
+
+Decided from runtime-visible fields only:
+
+* **annotated** — the pod's annotations (``PodFacts.annotations``, which NRI sends with every
+  container event) carry the pin annotation. Every container of such a pod is annotated.
+* **integer** — the pod's QoS class is *Guaranteed* (requests == limits for CPU and memory in
+  every container: exactly the kubelet's rule, which NRI does not send directly but encodes in
+  the pod's cgroup parent) **and** this container's CPU limit is whole: ``quota > 0``,
+  ``period > 0`` and ``quota % period == 0``; it gets ``quota // period`` exclusive CPUs.
+* **shared** — everything else, including pods whose cgroup parent is not a kubelet one.
+
+The rule is per container, like the kubelet's static CPU manager: a Guaranteed pod may mix a
+2-CPU container (integer) with a 1500m one (shared). The requirements phrase it per pod, but
+containers reach the runtime one at a time, so a per-pod rule cannot be decided at admission;
+see ``docs/decisions.md``. Init containers follow the same rule.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError
+from cpuset_core.model import ContainerFacts, Kind, PodFacts, subject_of
+from cpuset_core.settings import Settings
+
+
+class QoS(enum.Enum):
+    """The kubelet's pod QoS class as read from the cgroup parent."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Classification:
+    """The kind of a container, what it asks for, and the facts that decided it."""
+
+    kind: Kind
+    reason: str
+    pins: CPUSet | None = None
+    """For annotated containers: the CPUs the annotation names."""
+    request: int = 0
+    """For integer containers: how many exclusive CPUs."""
+
+
+def qos_from_cgroup_parent(cgroup_parent: str) -> QoS:
+    """Return the QoS class a kubelet cgroup parent encodes.
+
+    cgroupfs driver: ``/kubepods/pod<uid>``, ``/kubepods/burstable/pod<uid>``,
+    ``/kubepods/besteffort/pod<uid>``. systemd driver: ``kubepods-pod<uid>.slice``,
+    ``kubepods-burstable-pod<uid>.slice``, ``kubepods-besteffort-pod<uid>.slice`` (alone or under
+    their parent slices). Anything else is ``UNKNOWN``.
+    """
+    parts = [p for p in cgroup_parent.replace("\\", "/").split("/") if p]
+    if not parts:
+        return QoS.UNKNOWN
+    leaf = parts[-1]
+    if leaf.endswith(".slice"):
+        name = leaf.removesuffix(".slice")
+        prefix = next((p for p in _SYSTEMD_PREFIXES if name.startswith(p)), None)
+        return _SYSTEMD_PREFIXES[prefix] if prefix else QoS.UNKNOWN
+    if not leaf.startswith("pod") or "kubepods" not in parts[:-1]:
+        return QoS.UNKNOWN
+    return _CGROUPFS_PARENTS.get(parts[-2], QoS.UNKNOWN)
+
+
+# Longest prefixes first: "kubepods-pod" is a prefix of neither of the others, but order matters
+# if a future QoS name were to extend one.
+_SYSTEMD_PREFIXES = {
+    "kubepods-besteffort-pod": QoS.BEST_EFFORT,
+    "kubepods-burstable-pod": QoS.BURSTABLE,
+    "kubepods-pod": QoS.GUARANTEED,
+}
+_CGROUPFS_PARENTS = {
+    "besteffort": QoS.BEST_EFFORT,
+    "burstable": QoS.BURSTABLE,
+    "kubepods": QoS.GUARANTEED,
+}
+
+
+def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings) -> Classification:
+    """Return the container's classification.
+
+    Raises :class:`InvalidAnnotationError` when the pod's pin annotation is not a valid CPU list.
+    Availability of the pinned CPUs is the engine's concern, not classification's.
+    """
+    if pod is not None and settings.pin_annotation in pod.annotations:
+        value = pod.annotations[settings.pin_annotation]
+        try:
+            pins = CPUSet.parse(value)
+        except CpuListSyntaxError as exc:
+            raise InvalidAnnotationError(subject_of(pod, container), settings.pin_annotation,
+                                         value, exc) from exc
+        return Classification(kind=Kind.ANNOTATED, pins=pins,
+                              reason=f"pod annotation {settings.pin_annotation}={value}")
+    qos = qos_from_cgroup_parent(pod.cgroup_parent) if pod is not None else QoS.UNKNOWN
+    if qos is not QoS.GUARANTEED:
+        why = "pod unknown" if pod is None else f"pod QoS {qos.value}"
+        return Classification(kind=Kind.SHARED, reason=why)
+    quota, period = container.cpu_quota, container.cpu_period
+    if quota is None or period is None or quota <= 0 or period <= 0:
+        return Classification(kind=Kind.SHARED, reason="Guaranteed pod without a CPU limit")
+    if quota % period:
+        millis = quota * 1000 // period
+        return Classification(kind=Kind.SHARED, reason=f"fractional CPU limit {millis}m")
+    count = quota // period
+    return Classification(kind=Kind.INTEGER, request=count,
+                          reason=f"Guaranteed pod, {count} whole CPU(s)")

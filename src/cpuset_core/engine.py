@@ -1,0 +1,192 @@
+"""The engine: the use cases (synchronize, create, release) as plans over the ledger.
+
+Every use case returns a :class:`~cpuset_core.plan.Plan` and changes nothing; :meth:`commit`
+makes a plan current. Callers that apply live updates first (see ``transaction``) commit only
+when the runtime accepted all of them, so a failure leaves the ledger as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cpuset_core.classify import Classification, classify
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.errors import (
+    CpuUnavailableError,
+    InsufficientCpusError,
+    InsufficientCpusForReassignmentError,
+    NumaResolutionError,
+    SharedPoolExhaustedError,
+    StalePlanError,
+)
+from cpuset_core.ledger import Entry, Ledger
+from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
+from cpuset_core.plan import Plan
+from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
+from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
+from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.settings import Settings
+from cpuset_core.sync import rebuild
+from cpuset_core.topology import Topology
+
+
+class CpusetEngine:
+    """Decides every container's cpuset on one machine. Not thread-safe: one caller at a time
+    (the runtime delivers events one by one)."""
+
+    def __init__(self, topology: Topology, settings: Settings | None = None) -> None:
+        self._topology = topology
+        self._settings = settings if settings is not None else Settings()
+        self._allocator = ExclusiveAllocator(topology)
+        self._ledger = Ledger()
+
+    @property
+    def topology(self) -> Topology:
+        return self._topology
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def ledger(self) -> Ledger:
+        """The committed ledger."""
+        return self._ledger
+
+    def shared_pool(self) -> CPUSet:
+        """The current shared pool."""
+        return shared_pool(self._topology, self._ledger.reserved, self._settings)
+
+    def placement(self, container_id: str) -> Placement | None:
+        """Where the committed ledger says the container runs (``None`` if unknown)."""
+        return self._ledger.placement(container_id, self.shared_pool())
+
+    def commit(self, plan: Plan) -> None:
+        """Make ``plan`` current. Raises :class:`StalePlanError` when the ledger changed after
+        the plan was made (its decisions may no longer hold)."""
+        if plan.base is not self._ledger:
+            raise StalePlanError("the ledger changed after this plan was made; plan again")
+        self._ledger = plan.result
+
+    # -- use cases -----------------------------------------------------------------------------
+
+    def plan_synchronize(self, pods: Iterable[PodFacts],
+                         containers: Iterable[ContainerFacts]) -> Plan:
+        """Rebuild the ledger from every live pod and container the runtime reports.
+
+        Returns a plan whose updates correct running containers (for example shared containers
+        started while the plugin was down) and whose ``problems`` list the containers that could
+        not be placed as they ask; those are left as they are and never raise.
+        """
+        return rebuild(self._topology, self._settings, self._allocator, base=self._ledger,
+                       pods=pods, containers=containers)
+
+    def plan_create(self, pod: PodFacts, container: ContainerFacts) -> Plan:
+        """Decide a new container's placement and the live updates it causes.
+
+        Raises an :class:`AdmissionError` subclass (and changes nothing) when the container
+        cannot be admitted.
+        """
+        subject = subject_of(pod, container)
+        working = self._ledger.without(container.id)
+        decision = classify(pod, container, self._settings)
+        if decision.kind is Kind.ANNOTATED:
+            return self._plan_annotated(working, pod, container, subject, decision)
+        if decision.kind is Kind.INTEGER:
+            return self._plan_integer(working, pod, container, subject, decision)
+        pool = shared_pool(self._topology, working.reserved, self._settings)
+        if not pool:
+            raise SharedPoolExhaustedError(subject, "every online CPU is pinned, exclusive or "
+                                                    "isolated")
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.SHARED, reason=decision.reason)
+        return self._finish(working, working.with_entry(entry), container.id,
+                            Placement(kind=Kind.SHARED, cpus=pool), decision.reason)
+
+    def plan_release(self, container_id: str) -> Plan:
+        """Release a stopped or removed container's CPUs; unknown ids give an empty plan, so a
+        stop followed by a remove releases exactly once."""
+        base = self._ledger
+        if container_id not in base:
+            return Plan(base=base, result=base, shared_pool=self.shared_pool())
+        entry = base.entries[container_id]
+        return self._finish(base, base.without(container_id), None, None,
+                            f"released {entry.kind.value} container {entry.subject}")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
+                        subject: str, decision: Classification) -> Plan:
+        key = self._settings.pin_annotation
+        pins = decision.pins
+        assert pins is not None  # classify always sets pins for annotated containers
+        unavailable = pins - self._topology.online
+        if unavailable:
+            raise CpuUnavailableError(subject, key, pins.format(), unavailable.format(),
+                                      self._topology.online.format())
+        try:
+            mems = memory_nodes_for(self._topology, pins)
+        except NumaUnresolvableError as exc:
+            raise NumaResolutionError(subject, pins.format(), str(exc)) from exc
+        free = exclusive_free(self._topology, working.reserved, self._settings)
+        try:
+            moves = plan_moves(self._topology, self._allocator, working, pins, free)
+        except NoRoomToMoveError as exc:
+            raise InsufficientCpusForReassignmentError(subject, exc.conflicting, exc.needed,
+                                                       exc.free) from exc
+        result = working
+        move_updates: list[ContainerUpdate] = []
+        for move in moves:
+            moved = Entry(container_id=move.entry.container_id, subject=move.entry.subject,
+                          sandbox_id=move.entry.sandbox_id, kind=Kind.INTEGER, cpus=move.cpus,
+                          request=move.entry.request, reason=move.entry.reason)
+            result = result.without(move.entry.container_id).with_entry(moved)
+            move_updates.append(ContainerUpdate(
+                container_id=moved.container_id, subject=moved.subject, kind=Kind.INTEGER,
+                cpus=move.cpus, previous_cpus=move.entry.cpus,
+                reason=f"moved off CPUs {move.entry.cpus & pins} pinned by {subject}"))
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.ANNOTATED, cpus=pins, mems=mems, reason=decision.reason)
+        result = result.with_entry(entry)
+        reason = decision.reason
+        if moves:
+            reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
+        return self._finish(working, result, container.id,
+                            Placement(kind=Kind.ANNOTATED, cpus=pins, mems=mems), reason,
+                            moves=tuple(move_updates))
+
+    def _plan_integer(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
+                      subject: str, decision: Classification) -> Plan:
+        free = exclusive_free(self._topology, working.reserved, self._settings)
+        if decision.request > len(free):
+            raise InsufficientCpusError(subject, decision.request, len(free))
+        cpus = self._allocator.take(free, decision.request, exclusive=working.exclusive)
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.INTEGER, cpus=cpus, request=decision.request,
+                      reason=decision.reason)
+        return self._finish(working, working.with_entry(entry), container.id,
+                            Placement(kind=Kind.INTEGER, cpus=cpus), decision.reason)
+
+    def _finish(self, working: Ledger, result: Ledger, container_id: str | None,
+                placement: Placement | None, reason: str, *,
+                moves: tuple[ContainerUpdate, ...] = ()) -> Plan:
+        """Add the shared-pool updates, refuse an empty pool, and wrap it all in a plan."""
+        before = shared_pool(self._topology, working.reserved, self._settings)
+        after = shared_pool(self._topology, result.reserved, self._settings)
+        others = [cid for cid in result.shared_ids() if cid != container_id]
+        if not after and others:
+            subject = result.entries[container_id].subject if container_id else reason
+            raise SharedPoolExhaustedError(
+                subject, f"{len(others)} shared container(s) would have no CPU left")
+        updates = list(moves)
+        if after != before:
+            updates.extend(
+                ContainerUpdate(container_id=cid, subject=result.entries[cid].subject,
+                                kind=Kind.SHARED, cpus=after, previous_cpus=before,
+                                reason="shared pool changed")
+                for cid in others)
+        return Plan(base=self._ledger, result=result, shared_pool=after,
+                    container_id=container_id, placement=placement, reason=reason,
+                    updates=tuple(updates))
+

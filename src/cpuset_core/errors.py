@@ -1,0 +1,139 @@
+"""The one typed error hierarchy of the core.
+
+Every error carries a stable machine ``reason`` (for metrics, exit codes and tests), structured
+fields, and a human message that names the offending value and, for admission errors, the
+``namespace/pod/container`` it concerns. Adapters translate these into what their side speaks
+(an NRI error string, a CLI exit code); they never parse the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+
+class CpusetError(Exception):
+    """Base of every error raised by ``cpuset_core``."""
+
+    reason: ClassVar[str] = "error"
+
+
+class CpuListSyntaxError(CpusetError, ValueError):
+    """A text is not a valid Linux CPU list ("0,2-3,8")."""
+
+    reason = "cpu-list-syntax"
+
+    def __init__(self, text: str, position: int, problem: str) -> None:
+        self.text = text
+        self.position = position
+        self.problem = problem
+        super().__init__(f"invalid CPU list {text!r}: {problem} at position {position}")
+
+
+class TopologyError(CpusetError):
+    """The machine's topology could not be read or is inconsistent."""
+
+    reason = "topology"
+
+
+class StalePlanError(CpusetError):
+    """A plan was committed against a ledger that changed after the plan was made."""
+
+    reason = "stale-plan"
+
+
+class AdmissionError(CpusetError):
+    """A container cannot be admitted; nothing was changed."""
+
+    reason = "admission"
+
+    def __init__(self, subject: str, detail: str) -> None:
+        self.subject = subject
+        self.detail = detail
+        super().__init__(f"{subject}: {detail}")
+
+
+class InvalidAnnotationError(AdmissionError):
+    """The pin annotation's value is not a valid CPU list."""
+
+    reason = "invalid-annotation"
+
+    def __init__(self, subject: str, key: str, value: str, cause: CpuListSyntaxError) -> None:
+        self.key = key
+        self.value = value
+        super().__init__(subject, f"annotation {key}={value!r} is invalid: {cause.problem} "
+                                  f"at position {cause.position}")
+
+
+class CpuUnavailableError(AdmissionError):
+    """A pinned CPU is offline or does not exist on this machine."""
+
+    reason = "cpu-unavailable"
+
+    def __init__(self, subject: str, key: str, cpus: str, unavailable: str, online: str) -> None:
+        self.key = key
+        self.cpus = cpus
+        self.unavailable = unavailable
+        super().__init__(subject, f"annotation {key}={cpus!r} names CPU(s) {unavailable} "
+                                  f"that are not online (online: {online})")
+
+
+class InsufficientCpusError(AdmissionError):
+    """Not enough free CPUs for an integer container's exclusive request."""
+
+    reason = "insufficient-cpus"
+
+    def __init__(self, subject: str, requested: int, free: int) -> None:
+        self.requested = requested
+        self.free = free
+        super().__init__(subject, f"needs {requested} exclusive CPU(s) but only {free} "
+                                  f"are free (online minus pinned, exclusive and reserved)")
+
+
+class InsufficientCpusForReassignmentError(AdmissionError):
+    """Pinned CPUs are held by integer containers and there is no room to move them."""
+
+    reason = "insufficient-cpus-for-reassignment"
+
+    def __init__(self, subject: str, conflicting: Sequence[str], needed: int, free: int) -> None:
+        self.conflicting = tuple(conflicting)
+        self.needed = needed
+        self.free = free
+        super().__init__(subject, f"pinned CPUs are held by integer container(s) "
+                                  f"{', '.join(self.conflicting)}; moving them needs {needed} "
+                                  f"free CPU(s) but only {free} are free")
+
+
+class SharedPoolExhaustedError(AdmissionError):
+    """The change would leave no CPU for shared containers."""
+
+    reason = "shared-pool-exhausted"
+
+    def __init__(self, subject: str, detail: str) -> None:
+        super().__init__(subject, f"shared CPU pool would be empty: {detail}")
+
+
+class NumaResolutionError(AdmissionError):
+    """The memory nodes for a pinned CPU set cannot be determined."""
+
+    reason = "numa-resolution"
+
+    def __init__(self, subject: str, cpus: str, detail: str) -> None:
+        self.cpus = cpus
+        super().__init__(subject, f"cannot determine NUMA memory nodes for CPUs {cpus}: {detail}")
+
+
+class UpdateTransactionError(CpusetError):
+    """A batch of live updates could not be applied; the previous cpusets were put back."""
+
+    reason = "update-transaction-failed"
+
+    def __init__(self, subject: str, failed: Sequence[str], detail: str, *,
+                 restored: bool = True) -> None:
+        self.subject = subject
+        self.failed = tuple(failed)
+        self.detail = detail
+        self.restored = restored
+        outcome = "previous cpusets restored" if restored else "previous cpusets NOT all restored"
+        super().__init__(f"{subject}: live update of container(s) {', '.join(self.failed)} "
+                         f"failed ({detail}); {outcome}")

@@ -1,0 +1,76 @@
+"""The ledger's invariants, written once and numbered.
+
+Checked after every step of the stateful tests and after every synchronize in production
+(where a violation is logged and repaired, never crashed on).
+
+1. Every integer container's CPUs are owned by it in ``int_owner``, and nothing else is: no CPU
+   has two exclusive owners.
+2. ``annot_refs[cpu]`` equals the number of annotated containers pinned to ``cpu``.
+3. No CPU is both pinned and exclusive.
+4. Pinned and exclusive CPUs are online; exclusive CPUs avoid system-reserved CPUs (and
+   isolated CPUs unless allowed).
+5. Every integer container holds exactly the number of CPUs it asked for.
+6. The shared pool does not overlap any pinned or exclusive CPU.
+7. The shared pool is not empty while shared containers exist.
+"""
+
+from __future__ import annotations
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.ledger import Ledger
+from cpuset_core.model import Kind
+from cpuset_core.policy.shared import shared_pool
+from cpuset_core.settings import Settings
+from cpuset_core.topology import Topology
+
+
+def violations(topology: Topology, ledger: Ledger, settings: Settings) -> list[str]:
+    """Return a description of every broken invariant (empty when all hold)."""
+    return [*_ownership(ledger), *_placement(topology, ledger, settings)]
+
+
+def _ownership(ledger: Ledger) -> list[str]:
+    """Invariants 1, 2, 3 and 5: the indexes agree with the entries."""
+    found: list[str] = []
+    owners: dict[int, str] = {}
+    refs: dict[int, int] = {}
+    for entry in ledger.entries.values():
+        if entry.kind is Kind.ANNOTATED:
+            for cpu in entry.cpus:
+                refs[cpu] = refs.get(cpu, 0) + 1
+        if entry.kind is not Kind.INTEGER:
+            continue
+        for cpu in entry.cpus:
+            if cpu in owners:
+                found.append(f"1: CPU {cpu} owned by {owners[cpu]} and {entry.container_id}")
+            owners[cpu] = entry.container_id
+        if len(entry.cpus) != entry.request:
+            found.append(f"5: {entry.subject} holds {len(entry.cpus)} CPU(s), asked for "
+                         f"{entry.request}")
+    if owners != dict(ledger.int_owner) or CPUSet(owners) != ledger.exclusive:
+        found.append("1: int_owner or the exclusive mask does not match the integer entries")
+    if refs != dict(ledger.annot_refs) or CPUSet(refs) != ledger.pinned:
+        found.append(f"2: annot_refs {dict(ledger.annot_refs)} != counted {refs}")
+    both = ledger.pinned & ledger.exclusive
+    if both:
+        found.append(f"3: CPU(s) {both} are pinned and exclusive")
+    return found
+
+
+def _placement(topology: Topology, ledger: Ledger, settings: Settings) -> list[str]:
+    """Invariants 4, 6 and 7: reservations and the pool fit the machine."""
+    found: list[str] = []
+    offline = ledger.reserved - topology.online
+    if offline:
+        found.append(f"4: reserved CPU(s) {offline} are not online")
+    forbidden = settings.system_reserved
+    if not settings.exclusive_on_isolated:
+        forbidden |= topology.isolated
+    if ledger.exclusive & forbidden:
+        found.append(f"4: exclusive CPU(s) {ledger.exclusive & forbidden} are reserved/isolated")
+    pool = shared_pool(topology, ledger.reserved, settings)
+    if not pool.isdisjoint(ledger.reserved):
+        found.append(f"6: shared pool {pool} overlaps reserved {ledger.reserved}")
+    if not pool and ledger.shared_count:
+        found.append(f"7: shared pool is empty with {ledger.shared_count} shared container(s)")
+    return found

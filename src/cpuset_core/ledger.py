@@ -1,0 +1,193 @@
+"""The reservation ledger: who holds which CPUs, as an immutable snapshot.
+
+``annot_refs[cpu]`` counts the annotated containers pinned to ``cpu``; ``int_owner[cpu]`` names the
+one integer container that owns it; ``entries`` maps every container id to its entry. A change
+returns a new snapshot and leaves the old one untouched, so a plan is simply "the snapshot it
+would produce": committing swaps one reference, discarding drops it, and a failed transaction
+cannot leave a trace.
+
+Shared containers store no CPUs: they always run on the shared pool, which is derived, so a pool
+change is O(1) here (the adapters still send one update per shared container).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeVar
+
+from cpuset_core.cpuset import EMPTY, CPUSet
+from cpuset_core.model import Kind, Placement
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """One container's reservation."""
+
+    container_id: str
+    subject: str
+    sandbox_id: str
+    kind: Kind
+    cpus: CPUSet = EMPTY
+    """Pinned CPUs (annotated) or exclusive CPUs (integer); empty for shared."""
+    mems: CPUSet | None = None
+    request: int = 0
+    reason: str = ""
+
+
+_NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})
+_NO_REFS: Mapping[int, int] = MappingProxyType({})
+_NO_OWNERS: Mapping[int, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """An immutable snapshot of every reservation."""
+
+    entries: Mapping[str, Entry] = field(default_factory=lambda: _NO_ENTRIES)
+    annot_refs: Mapping[int, int] = field(default_factory=lambda: _NO_REFS)
+    int_owner: Mapping[int, str] = field(default_factory=lambda: _NO_OWNERS)
+    pinned: CPUSet = EMPTY
+    """CPUs with a refcount > 0."""
+    exclusive: CPUSet = EMPTY
+    """CPUs owned by an integer container."""
+    shared_count: int = 0
+    _shared_ids: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def reserved(self) -> CPUSet:
+        """pinned ∪ exclusive."""
+        return self.pinned | self.exclusive
+
+    def __contains__(self, container_id: object) -> bool:
+        return container_id in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, container_id: str) -> Entry | None:
+        return self.entries.get(container_id)
+
+    def of_kind(self, kind: Kind) -> Iterator[Entry]:
+        """Yield the entries of one kind in container-id order (deterministic)."""
+        for cid in sorted(self.entries):
+            entry = self.entries[cid]
+            if entry.kind is kind:
+                yield entry
+
+    def shared_ids(self) -> tuple[str, ...]:
+        """Return the ids of shared containers, sorted."""
+        if self._shared_ids is None:
+            ids = tuple(sorted(c for c, e in self.entries.items() if e.kind is Kind.SHARED))
+            object.__setattr__(self, "_shared_ids", ids)
+            return ids
+        return self._shared_ids
+
+    def placement(self, container_id: str, shared_pool: CPUSet) -> Placement | None:
+        """Return where the container should run, given the current shared pool."""
+        entry = self.entries.get(container_id)
+        if entry is None:
+            return None
+        if entry.kind is Kind.SHARED:
+            return Placement(kind=Kind.SHARED, cpus=shared_pool)
+        return Placement(kind=entry.kind, cpus=entry.cpus, mems=entry.mems)
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[Entry]) -> Ledger:
+        """Build a snapshot in one pass (a full rebuild would be quadratic through
+        :meth:`with_entry`). Raises ``ValueError`` on a duplicate id or a doubly reserved CPU."""
+        by_id: dict[str, Entry] = {}
+        refs: dict[int, int] = {}
+        owners: dict[int, str] = {}
+        pinned = exclusive = shared = 0
+        for entry in entries:
+            if entry.container_id in by_id:
+                raise ValueError(f"container {entry.container_id} appears twice")
+            by_id[entry.container_id] = entry
+            if entry.kind is Kind.ANNOTATED:
+                for cpu in entry.cpus:
+                    refs[cpu] = refs.get(cpu, 0) + 1
+                pinned |= entry.cpus.mask
+            elif entry.kind is Kind.INTEGER:
+                if entry.cpus.mask & exclusive:
+                    raise ValueError(f"CPU(s) {entry.cpus} of {entry.subject} are already "
+                                     f"exclusive")
+                for cpu in entry.cpus:
+                    owners[cpu] = entry.container_id
+                exclusive |= entry.cpus.mask
+            else:
+                shared += 1
+        if pinned & exclusive:
+            raise ValueError(f"CPU(s) {CPUSet.from_mask(pinned & exclusive)} are both pinned "
+                             f"and exclusive")
+        return cls(MappingProxyType(by_id), MappingProxyType(refs), MappingProxyType(owners),
+                   CPUSet.from_mask(pinned), CPUSet.from_mask(exclusive), shared)
+
+    # -- changes: each returns a new snapshot ----------------------------------------------------
+
+    def with_entry(self, entry: Entry) -> Ledger:
+        """Return a snapshot that also holds ``entry`` (replacing one with the same id).
+
+        Raises ``ValueError`` when an integer entry would take a CPU another container owns or a
+        pinned CPU: exclusivity is the ledger's own invariant, not only the allocator's.
+        """
+        base = self.without(entry.container_id) if entry.container_id in self.entries else self
+        entries = dict(base.entries)
+        entries[entry.container_id] = entry
+        refs, owners = base.annot_refs, base.int_owner
+        pinned, exclusive, shared = base.pinned, base.exclusive, base.shared_count
+        if entry.kind is Kind.ANNOTATED:
+            new_refs = dict(refs)
+            for cpu in entry.cpus:
+                new_refs[cpu] = new_refs.get(cpu, 0) + 1
+            refs, pinned = new_refs, pinned | entry.cpus
+        elif entry.kind is Kind.INTEGER:
+            clash = entry.cpus & (exclusive | pinned)
+            if clash:
+                raise ValueError(f"CPU(s) {clash} of {entry.subject} are already reserved")
+            new_owners = dict(owners)
+            for cpu in entry.cpus:
+                new_owners[cpu] = entry.container_id
+            owners, exclusive = new_owners, exclusive | entry.cpus
+        else:
+            shared += 1
+        return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
+                      shared)
+
+    def without(self, container_id: str) -> Ledger:
+        """Return a snapshot without the container (itself when it is not there)."""
+        entry = self.entries.get(container_id)
+        if entry is None:
+            return self
+        entries = dict(self.entries)
+        del entries[container_id]
+        refs, owners = self.annot_refs, self.int_owner
+        pinned, exclusive, shared = self.pinned, self.exclusive, self.shared_count
+        if entry.kind is Kind.ANNOTATED:
+            new_refs = dict(refs)
+            released = 0
+            for cpu in entry.cpus:
+                count = new_refs[cpu] - 1
+                if count:
+                    new_refs[cpu] = count
+                else:
+                    del new_refs[cpu]
+                    released |= 1 << cpu
+            refs, pinned = new_refs, pinned - CPUSet.from_mask(released)
+        elif entry.kind is Kind.INTEGER:
+            new_owners = dict(owners)
+            for cpu in entry.cpus:
+                del new_owners[cpu]
+            owners, exclusive = new_owners, exclusive - entry.cpus
+        else:
+            shared -= 1
+        return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
+                      shared)
+
+
+def _freeze(mapping: Mapping[int, T]) -> Mapping[int, T]:
+    # Only dicts built by this module reach here unwrapped, so wrapping without a copy is safe.
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(mapping)

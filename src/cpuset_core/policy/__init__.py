@@ -1,0 +1,1 @@
+"""Allocation policies: exclusive takes, the shared pool, reassignment and memory nodes."""

@@ -1,0 +1,198 @@
+"""Choosing N exclusive CPUs for an integer container: fit a topology domain, then pick threads.
+
+1. **Fit first.** Domains are tried from the smallest level up: L3 group (within one NUMA node),
+   NUMA node, socket. At the first level where some domain's free CPUs hold the whole request,
+   each fitting domain is scored by the take it would produce (cores split, threads placed next
+   to another exclusive owner), then by its free CPU count (best fit keeps big holes intact),
+   then by position. When no socket fits, the request spans the fewest NUMA nodes (fullest
+   first) of the best-fitting socket, or of the machine.
+2. **Then choose threads** inside the domain: whole free cores for as much of the request as
+   they cover (a container that owns whole cores has no foreign sibling); the remainder on
+   orphan threads (free threads whose core-mate is already taken), preferring orphans whose mate
+   is not another exclusive container; only then does it split a whole free core.
+
+Every step is a pass over the domain's cores with integer bitmask operations: O(CPUs) per
+decision and no enumeration of subsets. Ties break on CPU order, so the same inputs always give
+the same CPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cpuset_core.cpuset import EMPTY, CPUSet
+from cpuset_core.topology import Topology
+
+_ORPHAN_NEXT_TO_NON_EXCLUSIVE = 0
+_ORPHAN_NEXT_TO_EXCLUSIVE = 1
+_SPLIT_WHOLE_CORE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Domain:
+    """A set of CPUs the request may be confined to, with its cores as bitmasks."""
+
+    level: int
+    order: int
+    node: int
+    socket: int
+    mask: int
+    cores: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Take:
+    mask: int
+    splits: int
+    beside_exclusive: int
+
+
+class ExclusiveAllocator:
+    """Allocation of exclusive CPUs on one topology; build once, call :meth:`take` per request."""
+
+    def __init__(self, topology: Topology) -> None:
+        online = topology.online.mask
+        self._cores = tuple(m for m in (core.mask & online for core in topology.cores) if m)
+        numa: list[_Domain] = []
+        l3: list[_Domain] = []
+        for node in topology.numa_nodes:
+            node_mask = topology.cpus_of_numa(node).mask & online
+            if not node_mask:
+                continue
+            socket = topology.info((node_mask & -node_mask).bit_length() - 1).socket
+            numa.append(self._domain(1, node, node, socket, node_mask))
+            for group in topology.l3_groups:
+                part = group.mask & node_mask
+                if part and part != node_mask:
+                    l3.append(self._domain(0, len(l3), node, socket, part))
+        self._l3 = tuple(l3)
+        self._numa = tuple(numa)
+        self._sockets = tuple(
+            self._domain(2, s, -1, s, topology.cpus_of_socket(s).mask & online)
+            for s in topology.sockets if topology.cpus_of_socket(s).mask & online)
+
+    def _domain(self, level: int, order: int, node: int, socket: int, mask: int) -> _Domain:
+        return _Domain(level, order, node, socket, mask,
+                       tuple(c & mask for c in self._cores if c & mask))
+
+    def take(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
+             prefer_numa: CPUSet | None = None) -> CPUSet:
+        """Return ``count`` CPUs out of ``free``.
+
+        ``exclusive`` are CPUs owned by other exclusive containers (to keep new threads off their
+        cores); ``prefer_numa`` names NUMA nodes to try first (a container being moved stays
+        near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs.
+        """
+        if count <= 0:
+            return EMPTY
+        free_mask, others = free.mask, exclusive.mask
+        if free_mask.bit_count() < count:
+            raise ValueError(f"{count} CPUs requested but only {len(free)} free")
+        levels: list[Sequence[_Domain]] = [self._l3, self._numa]
+        if prefer_numa is not None:
+            levels[:0] = [[d for d in level if d.node in prefer_numa] for level in levels]
+        for domains in levels:
+            take = _best_fit(domains, free_mask, count, others)
+            if take is not None:
+                return CPUSet.from_mask(take.mask)
+        return CPUSet.from_mask(self._spanning(free_mask, count, others))
+
+    def _spanning(self, free: int, count: int, exclusive: int) -> int:
+        """Take from the fewest NUMA nodes: of the best-fitting socket when one holds the
+        request, else of the machine, filling the socket with most free CPUs first."""
+        def free_in(domain: _Domain) -> int:
+            return (free & domain.mask).bit_count()
+
+        fitting = [s for s in self._sockets if free_in(s) >= count]
+        socket_free = {s.socket: free_in(s) for s in self._sockets}
+        if fitting:
+            scope = min(fitting, key=lambda s: (free_in(s), s.order)).socket
+            socket_free = {scope: 0}
+        nodes = sorted((d for d in self._numa if d.socket in socket_free and free_in(d)),
+                       key=lambda d: (-socket_free[d.socket], d.socket, -free_in(d), d.order))
+        chosen: list[_Domain] = []
+        gathered = 0
+        for node in nodes:
+            chosen.append(node)
+            gathered += free_in(node)
+            if gathered >= count:
+                break
+        # The last node only has to cover what is left: swap it for the tightest one that does.
+        needed = count - (gathered - free_in(chosen[-1]))
+        rest = [d for d in nodes[len(chosen) - 1:] if free_in(d) >= needed]
+        chosen[-1] = min(rest, key=lambda d: (free_in(d), d.order))
+        cores = tuple(c for node in chosen for c in node.cores)
+        return _take_threads(cores, free, count, exclusive).mask
+
+
+def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int) -> _Take | None:
+    best: tuple[tuple[int, int, int, int], _Take] | None = None
+    for domain in domains:
+        available = (free & domain.mask).bit_count()
+        if available < count:
+            continue
+        take = _take_threads(domain.cores, free, count, exclusive)
+        key = (take.splits, take.beside_exclusive, available, domain.order)
+        if best is None or key < best[0]:
+            best = (key, take)
+    return None if best is None else best[1]
+
+
+def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -> _Take:
+    """Pick ``count`` threads from ``cores`` (bitmasks of online threads): whole free cores first,
+    then orphan threads, then split whole cores. ``free`` must hold enough of them."""
+    whole: list[int] = []
+    partial: list[tuple[int, int, int]] = []
+    for rank, core in enumerate(cores):
+        available = core & free
+        if not available:
+            continue
+        if available == core:
+            whole.append(available)
+        else:
+            mate_class = (_ORPHAN_NEXT_TO_EXCLUSIVE if core & exclusive
+                          else _ORPHAN_NEXT_TO_NON_EXCLUSIVE)
+            partial.append((mate_class, rank, available))
+    taken, remaining = 0, count
+    unused_whole: list[int] = []
+    for core in whole:
+        size = core.bit_count()
+        if remaining and size <= remaining:
+            taken |= core
+            remaining -= size
+        else:
+            unused_whole.append(core)
+    splits = beside = 0
+    if remaining:
+        candidates = [(cls, _fit_rank(m, remaining), rank, m) for cls, rank, m in partial]
+        candidates += [(_SPLIT_WHOLE_CORE, _fit_rank(m, remaining), rank, m)
+                       for rank, m in enumerate(unused_whole)]
+        candidates.sort()
+        for cls, _fit, _rank, available in candidates:
+            picked = _lowest_bits(available, remaining)
+            taken |= picked
+            remaining -= picked.bit_count()
+            splits += cls == _SPLIT_WHOLE_CORE
+            beside += cls == _ORPHAN_NEXT_TO_EXCLUSIVE
+            if not remaining:
+                break
+    return _Take(taken, splits, beside)
+
+
+def _fit_rank(available: int, remaining: int) -> int:
+    """Best fit: a core whose free threads cover the remainder exactly comes first, then ones
+    that cover it with the least left over, then ones that only cover part (largest first)."""
+    size = available.bit_count()
+    return size - remaining if size >= remaining else 1000 - size
+
+
+def _lowest_bits(mask: int, count: int) -> int:
+    taken = 0
+    for _ in range(count):
+        if not mask:
+            break
+        low = mask & -mask
+        taken |= low
+        mask ^= low
+    return taken

@@ -1,0 +1,28 @@
+"""The shared pool and the free set for exclusive requests, derived from the reserved CPUs."""
+
+from __future__ import annotations
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.settings import Settings
+from cpuset_core.topology import Topology
+
+
+def shared_pool(topology: Topology, reserved: CPUSet, settings: Settings) -> CPUSet:
+    """Return ``online − reserved − isolated`` (and − system-reserved when strict), where
+    ``reserved`` is every pinned or exclusive CPU.
+
+    Isolated CPUs stay out because the scheduler does not balance onto them: a shared
+    container there would be stuck on whichever isolated CPU it first landed on.
+    """
+    pool = topology.online - reserved - topology.isolated
+    if settings.strict_reservation:
+        pool -= settings.system_reserved
+    return pool
+
+
+def exclusive_free(topology: Topology, reserved: CPUSet, settings: Settings) -> CPUSet:
+    """Return the CPUs an integer container may be given now."""
+    free = topology.online - reserved - settings.system_reserved
+    if not settings.exclusive_on_isolated:
+        free -= topology.isolated
+    return free

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import EMPTY, CPUSet
@@ -113,41 +113,76 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[_Live]
 def _integer_entries(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
                      live: list[_Live], pinned: CPUSet, entries: list[Entry],
                      problems: list[AdmissionError]) -> None:
-    def free_now() -> CPUSet:
-        return exclusive_free(topology, pinned | exclusive, settings)
-
-    exclusive = EMPTY
+    """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit."""
+    shared = [item for item in live if item.decision.kind is Kind.SHARED]
+    # A set is only really exclusive if no shared container runs on it: an integer container
+    # started while the plugin was down reports the whole machine, which can look "valid".
+    shared_claimed = CPUSet.union_of(parse_reported(i.facts.cpus) or topology.online
+                                     for i in shared)
+    state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
     pending: list[_Live] = []
-    integers = [item for item in live if item.decision.kind is Kind.INTEGER]
-    for item in integers:
+    for item in (i for i in live if i.decision.kind is Kind.INTEGER):
         current = parse_reported(item.facts.cpus)
-        if (current is not None and len(current) == item.decision.request
-                and current.issubset(free_now())):
-            exclusive |= current
-            entries.append(_integer_entry(item, current))
-        else:
+        if (current is None or len(current) != item.decision.request
+                or not current.isdisjoint(shared_claimed) or not state.admit(item, current)):
             pending.append(item)
-    shared_left = sum(1 for item in live if item.decision.kind is Kind.SHARED)
     for item in pending:
-        free = free_now()
+        free = state.free()
         request = item.decision.request
         if request > len(free):
-            problems.append(InsufficientCpusError(item.subject, request, len(free)))
-            item.decision = Classification(kind=Kind.SHARED, reason="no room for its exclusive "
-                                                                    "CPUs; kept shared")
-            shared_left += 1
+            state.demote(item, InsufficientCpusError(item.subject, request, len(free)))
             continue
-        cpus = allocator.take(free, request, exclusive=exclusive)
-        pool_after = shared_pool(topology, pinned | exclusive | cpus, settings)
-        if shared_left and not pool_after:
-            problems.append(SharedPoolExhaustedError(
+        cpus = allocator.take(free, request, exclusive=state.exclusive)
+        if not state.admit(item, cpus):
+            state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))
-            item.decision = Classification(kind=Kind.SHARED, reason="kept shared: pool would "
-                                                                    "be empty")
-            shared_left += 1
-            continue
-        exclusive |= cpus
-        entries.append(_integer_entry(item, cpus))
+    state.make_room_for_demoted()
+
+
+@dataclass(slots=True)
+class _IntegerPass:
+    """The exclusive CPUs handed out so far during one rebuild."""
+
+    topology: Topology
+    settings: Settings
+    pinned: CPUSet
+    shared_left: int
+    problems: list[AdmissionError]
+    entries: list[Entry]
+    exclusive: CPUSet = EMPTY
+    admitted: list[tuple[_Live, Entry]] = field(default_factory=list)
+
+    def free(self) -> CPUSet:
+        return exclusive_free(self.topology, self.pinned | self.exclusive, self.settings)
+
+    def admit(self, item: _Live, cpus: CPUSet) -> bool:
+        """Record ``cpus`` as the container's if they are free and leave a shared pool."""
+        if not cpus.issubset(self.free()):
+            return False
+        if self.shared_left and not self._pool(self.exclusive | cpus):
+            return False
+        self.exclusive |= cpus
+        self.admitted.append((item, _integer_entry(item, cpus)))
+        return True
+
+    def demote(self, item: _Live, problem: AdmissionError) -> None:
+        self.problems.append(problem)
+        item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}")
+        self.shared_left += 1
+
+    def make_room_for_demoted(self) -> None:
+        """Demotions come after earlier admissions: if the pool ended up empty while shared
+        containers exist, undo the latest exclusive admissions until it is not. A shared
+        container with nowhere to go would otherwise keep running on exclusive CPUs."""
+        while self.shared_left and self.admitted and not self._pool(self.exclusive):
+            item, entry = self.admitted.pop()
+            self.exclusive -= entry.cpus
+            self.demote(item, SharedPoolExhaustedError(
+                item.subject, "its exclusive CPUs are the only ones left for shared containers"))
+        self.entries.extend(entry for _, entry in self.admitted)
+
+    def _pool(self, exclusive: CPUSet) -> CPUSet:
+        return shared_pool(self.topology, self.pinned | exclusive, self.settings)
 
 
 def _integer_entry(item: _Live, cpus: CPUSet) -> Entry:

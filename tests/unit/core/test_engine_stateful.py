@@ -1,0 +1,248 @@
+"""Model-based test: random lifecycles against the engine, the fake runtime and injected failures.
+
+After every step:
+- the ledger's numbered invariants hold (no CPU with two exclusive owners, exact refcounts,
+  shared pool disjoint from reserved CPUs and never empty while shared containers exist, ...);
+- every managed container's live cpuset equals what the ledger says (except containers whose
+  best-effort release update failed, until the next synchronize corrects them);
+- no shared container runs on a reserved CPU and no two integer containers share a CPU, drifted
+  or not (safety never depends on an update having succeeded);
+- a rejected or failed step left the ledger and every container exactly as they were.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    multiple,
+    rule,
+)
+
+from cpuset_adapters.fake import FakeHost, FakeRuntime
+from cpuset_adapters.machines import (
+    DUAL_SOCKET_HT,
+    EPYC_LIKE,
+    OFFLINE_ISOLATED,
+    THIS_MACHINE_LIKE,
+    build_topology,
+)
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    CpusetEngine,
+    CPUSet,
+    Kind,
+    PodFacts,
+    Settings,
+    SharedPoolExhaustedError,
+    UpdateTransactionError,
+    violations,
+)
+
+SHAPES = [THIS_MACHINE_LIKE, DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED]
+PERIOD = 100_000
+
+
+class EngineLifecycle(RuleBasedStateMachine):
+    containers = Bundle("containers")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counter = 0
+        self.unmanaged: set[str] = set()
+        self.pool_exhausted_at_sync = False
+
+    @initialize(shape=st.sampled_from(SHAPES), reserve_first=st.booleans(),
+                strict=st.booleans())
+    def start(self, shape: object, reserve_first: bool, strict: bool) -> None:
+        topology = build_topology(shape)  # type: ignore[arg-type]
+        reserved = CPUSet([topology.online.first()]) if reserve_first else CPUSet()
+        self.settings = Settings(system_reserved=reserved, strict_reservation=strict)
+        self.topology = topology
+        self.engine = CpusetEngine(topology, self.settings)
+        self.host = FakeHost(topology)
+        self.runtime = FakeRuntime(self.host, self.engine)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _new_pod(self, *, qos: str, annotations: dict[str, str] | None = None) -> PodFacts:
+        self.counter += 1
+        parent = {"guaranteed": "/kubepods/pod{}", "burstable": "/kubepods/burstable/pod{}"}[qos]
+        return PodFacts(sandbox_id=f"s{self.counter}", namespace="ns", name=f"p{self.counter}",
+                        annotations=annotations or {},
+                        cgroup_parent=parent.format(self.counter))
+
+    def _container(self, pod: PodFacts, cpus: float | None) -> ContainerFacts:
+        quota = None if cpus is None else int(cpus * PERIOD)
+        return ContainerFacts(id=f"c{self.counter}", sandbox_id=pod.sandbox_id, name="main",
+                              cpu_quota=quota, cpu_period=None if quota is None else PERIOD)
+
+    def _snapshot(self) -> dict[str, tuple[CPUSet, CPUSet | None]]:
+        # An unset cpuset means "every CPU of the parent", which is what a restore writes back.
+        return {cid: (c.cpus if c.cpus is not None else self.topology.online, c.mems)
+                for cid, c in self.host.containers.items()}
+
+    def _assert_untouched(self, before: dict[str, tuple[CPUSet, CPUSet | None]]) -> None:
+        """Every container is as it was; a drifted one may instead have been put back where
+        the (unchanged) ledger says it belongs, which is the safe state it should have had."""
+        after = self._snapshot()
+        assert after.keys() == before.keys()
+        for cid, state in after.items():
+            if state == before[cid]:
+                continue
+            placement = self.engine.placement(cid)
+            assert cid in self.runtime.drifted and placement is not None, cid
+            assert state[0] == placement.cpus, cid
+
+    def _create(self, pod: PodFacts, facts: ContainerFacts) -> list[str]:
+        ledger_before, live_before = self.engine.ledger, self._snapshot()
+        try:
+            plan = self.runtime.create_container(pod, facts)
+        except (AdmissionError, UpdateTransactionError):
+            assert self.engine.ledger is ledger_before, "a failed create changed the ledger"
+            self._assert_untouched(live_before)
+            return []
+        assert plan.placement is not None
+        return [facts.id]
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    @rule(target=containers, cpus=st.sampled_from([None, 0.25, 0.5, 1.5]))
+    def create_shared(self, cpus: float | None) -> object:
+        pod = self._new_pod(qos="burstable")
+        return multiple(*self._create(pod, self._container(pod, cpus)))
+
+    @rule(target=containers, count=st.integers(1, 6))
+    def create_integer(self, count: int) -> object:
+        pod = self._new_pod(qos="guaranteed")
+        return multiple(*self._create(pod, self._container(pod, count)))
+
+    @rule(target=containers, data=st.data())
+    def create_annotated(self, data: st.DataObject) -> object:
+        known = sorted(self.topology.known)
+        # Mostly valid online pins; sometimes an offline or nonexistent CPU.
+        pool = [*known, known[-1] + 1]
+        pins = data.draw(st.sets(st.sampled_from(pool), min_size=1, max_size=4))
+        value = CPUSet(pins).format()
+        pod = self._new_pod(qos=data.draw(st.sampled_from(["guaranteed", "burstable"])),
+                            annotations={"weka.io/cores-ids": value})
+        created = self._create(pod, self._container(pod, data.draw(st.sampled_from([None, 1]))))
+        if created:
+            assert self.host.containers[created[0]].cpus == CPUSet(pins)
+        return multiple(*created)
+
+    @rule(value=st.sampled_from(["", "0,,1", "3-1", "a", "0, 1", "-1"]))
+    def malformed_annotation_is_rejected_without_a_trace(self, value: str) -> None:
+        pod = self._new_pod(qos="burstable", annotations={"weka.io/cores-ids": value})
+        assert self._create(pod, self._container(pod, None)) == []
+
+    @rule(container=consumes(containers))
+    def remove(self, container: str) -> None:
+        self.runtime.remove_container(container)
+        # A stop followed by a remove: the second release must be a no-op.
+        assert self.runtime.remove_container(container).updates == ()
+
+    @rule()
+    def remove_unknown_container_is_a_no_op(self) -> None:
+        ledger = self.engine.ledger
+        self.runtime.remove_container("never-existed")
+        assert self.engine.ledger is ledger
+
+    @rule(container=containers)
+    def fail_next_update_of(self, container: str) -> None:
+        if container in self.host.containers:
+            self.host.fail_updates_for(container, times=1)
+
+    @rule(cpus=st.sampled_from([None, 0.5, 1, 2]))
+    def container_starts_behind_the_plugins_back(self, cpus: float | None) -> None:
+        pod = self._new_pod(qos="guaranteed" if cpus in (1, 2) else "burstable")
+        self.host.add_pod(pod)
+        facts = self._container(pod, cpus)
+        self.host.start_unmanaged(facts)
+        self.unmanaged.add(facts.id)
+
+    @rule()
+    def synchronize(self) -> None:
+        ledger_before, live_before = self.engine.ledger, self._snapshot()
+        try:
+            plan = self.runtime.synchronize()
+        except UpdateTransactionError:
+            assert self.engine.ledger is ledger_before
+            self._assert_untouched(live_before)
+            return
+        assert set(self.engine.ledger.entries) == set(self.host.containers)
+        self.unmanaged.clear()
+        # Containers the plugin never admitted can leave the pool empty (a shared container
+        # started while every CPU was exclusive): synchronize must report it, not hide it.
+        self.pool_exhausted_at_sync = any(isinstance(p, SharedPoolExhaustedError)
+                                          for p in plan.problems)
+        for problem in plan.problems:
+            assert "ns/" in str(problem)
+
+    # -- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def ledger_invariants_hold(self) -> None:
+        if not hasattr(self, "engine"):
+            return
+        found = violations(self.topology, self.engine.ledger, self.settings)
+        if self.pool_exhausted_at_sync and self.engine.shared_pool():
+            self.pool_exhausted_at_sync = False
+        if self.pool_exhausted_at_sync:
+            found = [v for v in found if not v.startswith("7:")]
+        assert found == []
+
+    @invariant()
+    def managed_containers_run_where_the_ledger_says(self) -> None:
+        if not hasattr(self, "engine"):
+            return
+        ledger = self.engine.ledger
+        assert set(ledger.entries) <= set(self.host.containers)
+        assert set(self.host.containers) - set(ledger.entries) <= self.unmanaged
+        for cid in set(ledger.entries) - self.runtime.drifted:
+            placement = self.engine.placement(cid)
+            assert placement is not None
+            if placement.kind is Kind.SHARED and not placement.cpus:
+                assert self.pool_exhausted_at_sync  # reported, and left where they were
+                continue
+            live = self.host.containers[cid]
+            assert live.cpus == placement.cpus, cid
+            if placement.mems is not None:
+                assert live.mems == placement.mems
+
+    @invariant()
+    def safety_holds_even_for_drifted_containers(self) -> None:
+        if not hasattr(self, "engine"):
+            return
+        ledger = self.engine.ledger
+        seen = CPUSet()
+        for entry in ledger.entries.values():
+            live = self.host.containers[entry.container_id].cpus
+            if entry.kind is Kind.SHARED and not self.engine.shared_pool():
+                assert self.pool_exhausted_at_sync  # reported at synchronize; nowhere to go
+                continue
+            assert live is not None
+            if entry.kind is Kind.SHARED:
+                assert live.isdisjoint(ledger.reserved), entry.subject
+            elif entry.kind is Kind.INTEGER:
+                assert live.isdisjoint(seen), entry.subject
+                seen |= live
+
+
+TestEngineLifecycle = EngineLifecycle.TestCase
+TestEngineLifecycle.settings = settings(max_examples=int(os.environ.get("CPUSET_STATEFUL_EXAMPLES", "300")), stateful_step_count=40, deadline=None,
+                                        suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_shape_builds_an_engine(shape: object) -> None:
+    assert CpusetEngine(build_topology(shape)).shared_pool()  # type: ignore[arg-type]

@@ -11,6 +11,9 @@ from cpuset_adapters.fake import FakeHost, FakeRuntime
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
+DryRun = FakeRuntime
+"""An in-memory runtime around an engine: what dry runs admit pods into."""
+
 
 def sysfs_topology(root: str | Path = "/sys") -> TopologySource:
     """Return the topology source for a sysfs tree (the real one by default)."""
@@ -23,7 +26,7 @@ def build_engine(topology_source: TopologySource, settings: Settings | None = No
 
 
 def build_dry_run(topology_source: TopologySource,
-                  settings: Settings | None = None) -> FakeRuntime:
+                  settings: Settings | None = None) -> DryRun:
     """Return an in-memory runtime driving a fresh engine: what ``plan`` admits pods into."""
     engine = build_engine(topology_source, settings)
     return FakeRuntime(FakeHost(engine.topology), engine)

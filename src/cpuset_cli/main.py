@@ -59,13 +59,13 @@ def plan(run_demo: bool, sysfs_root: str, output: str) -> None:
     click.echo(render.table(rows) if output == "table" else render.as_json(rows))
 
 
-def _run_step(runtime: object, number: int, step: demo.DemoStep) -> list[render.Row]:
-    assert isinstance(runtime, bootstrap.FakeRuntime)
+def _run_step(runtime: bootstrap.DryRun, number: int, step: demo.DemoStep) -> list[render.Row]:
     if step.action == "remove":
         result = runtime.remove_container(step.remove_id)
         return [render.Row(number, "remove", step.remove_id, "-", "-", "-", "released"),
                 *_update_rows(number, result)]
-    assert step.pod is not None and step.container is not None
+    assert step.pod is not None
+    assert step.container is not None
     name = f"{step.pod.namespace}/{step.pod.name}/{step.container.name}"
     try:
         result = runtime.create_container(step.pod, step.container)

@@ -38,8 +38,8 @@ from cpuset_adapters.machines import (
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
-    CpusetEngine,
     CPUSet,
+    CpusetEngine,
     Kind,
     PodFacts,
     Settings,
@@ -100,7 +100,8 @@ class EngineLifecycle(RuleBasedStateMachine):
             if state == before[cid]:
                 continue
             placement = self.engine.placement(cid)
-            assert cid in self.runtime.drifted and placement is not None, cid
+            assert cid in self.runtime.drifted, cid
+            assert placement is not None, cid
             assert state[0] == placement.cpus, cid
 
     def _create(self, pod: PodFacts, facts: ContainerFacts) -> list[str]:
@@ -239,8 +240,10 @@ class EngineLifecycle(RuleBasedStateMachine):
 
 
 TestEngineLifecycle = EngineLifecycle.TestCase
-TestEngineLifecycle.settings = settings(max_examples=int(os.environ.get("CPUSET_STATEFUL_EXAMPLES", "300")), stateful_step_count=40, deadline=None,
-                                        suppress_health_check=[HealthCheck.too_slow])
+# CPUSET_STATEFUL_EXAMPLES=2000 for a deep local run; the default keeps CI fast.
+TestEngineLifecycle.settings = settings(
+    max_examples=int(os.environ.get("CPUSET_STATEFUL_EXAMPLES", "300")), stateful_step_count=40,
+    deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -21,7 +21,7 @@ from cpuset_core.errors import (
 )
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
-from cpuset_core.plan import Plan
+from cpuset_core.plan import Plan, PoolChange
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
@@ -101,7 +101,7 @@ class CpusetEngine:
                                                     "isolated")
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
                       kind=Kind.SHARED, reason=decision.reason)
-        return self._finish(working, working.with_entry(entry), container.id,
+        return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.SHARED, cpus=pool), decision.reason)
 
     def plan_release(self, container_id: str) -> Plan:
@@ -111,7 +111,7 @@ class CpusetEngine:
         if container_id not in base:
             return Plan(base=base, result=base, shared_pool=self.shared_pool())
         entry = base.entries[container_id]
-        return self._finish(base, base.without(container_id), None, None,
+        return self._finish(base.without(container_id), None, None,
                             f"released {entry.kind.value} container {entry.subject}")
 
     # -- helpers -------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class CpusetEngine:
         reason = decision.reason
         if moves:
             reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
-        return self._finish(working, result, container.id,
+        return self._finish(result, container.id,
                             Placement(kind=Kind.ANNOTATED, cpus=pins, mems=mems), reason,
                             moves=tuple(move_updates))
 
@@ -165,28 +165,24 @@ class CpusetEngine:
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
                       kind=Kind.INTEGER, cpus=cpus, request=decision.request,
                       reason=decision.reason)
-        return self._finish(working, working.with_entry(entry), container.id,
+        return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), decision.reason)
 
-    def _finish(self, working: Ledger, result: Ledger, container_id: str | None,
+    def _finish(self, result: Ledger, container_id: str | None,
                 placement: Placement | None, reason: str, *,
                 moves: tuple[ContainerUpdate, ...] = ()) -> Plan:
         """Add the shared-pool updates, refuse an empty pool, and wrap it all in a plan."""
-        before = shared_pool(self._topology, working.reserved, self._settings)
+        # What containers run on now is the committed pool, even when `working` dropped a
+        # container being re-created: updates must name the true previous CPUs for rollback.
+        before = self.shared_pool()
         after = shared_pool(self._topology, result.reserved, self._settings)
-        others = [cid for cid in result.shared_ids() if cid != container_id]
+        others = tuple(cid for cid in result.shared_ids() if cid != container_id)
         if not after and others:
             subject = result.entries[container_id].subject if container_id else reason
             raise SharedPoolExhaustedError(
                 subject, f"{len(others)} shared container(s) would have no CPU left")
-        updates = list(moves)
-        if after != before:
-            updates.extend(
-                ContainerUpdate(container_id=cid, subject=result.entries[cid].subject,
-                                kind=Kind.SHARED, cpus=after, previous_cpus=before,
-                                reason="shared pool changed")
-                for cid in others)
+        change = PoolChange(before, after, others) if after != before and others else None
         return Plan(base=self._ledger, result=result, shared_pool=after,
                     container_id=container_id, placement=placement, reason=reason,
-                    updates=tuple(updates))
+                    moves=moves, pool_change=change)
 

@@ -51,6 +51,9 @@ def _ownership(ledger: Ledger) -> list[str]:
         found.append("1: int_owner or the exclusive mask does not match the integer entries")
     if refs != dict(ledger.annot_refs) or CPUSet(refs) != ledger.pinned:
         found.append(f"2: annot_refs {dict(ledger.annot_refs)} != counted {refs}")
+    shared = [e.container_id for e in ledger.entries.values() if e.kind is Kind.SHARED]
+    if sorted(shared) != sorted(ledger.shared):
+        found.append(f"1: shared index {ledger.shared} != shared entries {sorted(shared)}")
     both = ledger.pinned & ledger.exclusive
     if both:
         found.append(f"3: CPU(s) {both} are pinned and exclusive")

@@ -54,8 +54,8 @@ class Ledger:
     """CPUs with a refcount > 0."""
     exclusive: CPUSet = EMPTY
     """CPUs owned by an integer container."""
-    shared_count: int = 0
-    _shared_ids: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    shared: tuple[str, ...] = ()
+    """Ids of shared containers in admission order (kept incrementally: hot in every plan)."""
 
     @property
     def reserved(self) -> CPUSet:
@@ -78,13 +78,13 @@ class Ledger:
             if entry.kind is kind:
                 yield entry
 
+    @property
+    def shared_count(self) -> int:
+        return len(self.shared)
+
     def shared_ids(self) -> tuple[str, ...]:
-        """Return the ids of shared containers, sorted."""
-        if self._shared_ids is None:
-            ids = tuple(sorted(c for c, e in self.entries.items() if e.kind is Kind.SHARED))
-            object.__setattr__(self, "_shared_ids", ids)
-            return ids
-        return self._shared_ids
+        """Return the ids of shared containers, in admission order (deterministic)."""
+        return self.shared
 
     def placement(self, container_id: str, shared_pool: CPUSet) -> Placement | None:
         """Return where the container should run, given the current shared pool."""
@@ -102,7 +102,8 @@ class Ledger:
         by_id: dict[str, Entry] = {}
         refs: dict[int, int] = {}
         owners: dict[int, str] = {}
-        pinned = exclusive = shared = 0
+        pinned = exclusive = 0
+        shared: list[str] = []
         for entry in entries:
             if entry.container_id in by_id:
                 raise ValueError(f"container {entry.container_id} appears twice")
@@ -119,12 +120,12 @@ class Ledger:
                     owners[cpu] = entry.container_id
                 exclusive |= entry.cpus.mask
             else:
-                shared += 1
+                shared.append(entry.container_id)
         if pinned & exclusive:
             raise ValueError(f"CPU(s) {CPUSet.from_mask(pinned & exclusive)} are both pinned "
                              f"and exclusive")
         return cls(MappingProxyType(by_id), MappingProxyType(refs), MappingProxyType(owners),
-                   CPUSet.from_mask(pinned), CPUSet.from_mask(exclusive), shared)
+                   CPUSet.from_mask(pinned), CPUSet.from_mask(exclusive), tuple(shared))
 
     # -- changes: each returns a new snapshot ----------------------------------------------------
 
@@ -132,14 +133,19 @@ class Ledger:
         """Return a snapshot that also holds ``entry`` (replacing one with the same id).
 
         Raises ``ValueError`` when an integer entry would take a CPU another container owns or a
-        pinned CPU: exclusivity is the ledger's own invariant, not only the allocator's.
+        pinned CPU, or a pin would land on an exclusive CPU: exclusivity is the ledger's own
+        invariant, not only the allocator's.
         """
         base = self.without(entry.container_id) if entry.container_id in self.entries else self
         entries = dict(base.entries)
         entries[entry.container_id] = entry
         refs, owners = base.annot_refs, base.int_owner
-        pinned, exclusive, shared = base.pinned, base.exclusive, base.shared_count
+        pinned, exclusive, shared = base.pinned, base.exclusive, base.shared
         if entry.kind is Kind.ANNOTATED:
+            clash = entry.cpus & exclusive
+            if clash:
+                raise ValueError(f"CPU(s) {clash} pinned by {entry.subject} are already exclusive "
+                                 f"to an integer container (move it first)")
             new_refs = dict(refs)
             for cpu in entry.cpus:
                 new_refs[cpu] = new_refs.get(cpu, 0) + 1
@@ -153,7 +159,7 @@ class Ledger:
                 new_owners[cpu] = entry.container_id
             owners, exclusive = new_owners, exclusive | entry.cpus
         else:
-            shared += 1
+            shared = (*shared, entry.container_id)
         return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
                       shared)
 
@@ -165,7 +171,7 @@ class Ledger:
         entries = dict(self.entries)
         del entries[container_id]
         refs, owners = self.annot_refs, self.int_owner
-        pinned, exclusive, shared = self.pinned, self.exclusive, self.shared_count
+        pinned, exclusive, shared = self.pinned, self.exclusive, self.shared
         if entry.kind is Kind.ANNOTATED:
             new_refs = dict(refs)
             released = 0
@@ -183,7 +189,7 @@ class Ledger:
                 del new_owners[cpu]
             owners, exclusive = new_owners, exclusive - entry.cpus
         else:
-            shared -= 1
+            shared = tuple(cid for cid in shared if cid != container_id)
         return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
                       shared)
 

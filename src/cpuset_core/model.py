@@ -100,6 +100,12 @@ class ContainerUpdate:
     previous_mems: CPUSet | None = None
     reason: str = ""
 
+    def __post_init__(self) -> None:
+        # A rollback must be able to put mems back; "unset" is written as every memory node.
+        if self.mems is not None and self.previous_mems is None:
+            raise ValueError(f"update of {self.subject} sets mems {self.mems} without the "
+                             f"previous mems (use every memory node for 'unset')")
+
     def inverse(self) -> ContainerUpdate:
         """Return the update that undoes this one."""
         return ContainerUpdate(container_id=self.container_id, subject=self.subject,

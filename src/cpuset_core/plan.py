@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import AdmissionError
 from cpuset_core.ledger import Ledger
-from cpuset_core.model import ContainerUpdate, Placement
+from cpuset_core.model import ContainerUpdate, Kind, Placement
+
+
+@dataclass(frozen=True, slots=True)
+class PoolChange:
+    """Every listed shared container moves from the old pool to the new one.
+
+    Kept as one fact rather than one update per container: a decision stays cheap with hundreds
+    of shared containers, and an adapter that queues updates can let a newer pool supersede an
+    older one wholesale.
+    """
+
+    before: CPUSet
+    after: CPUSet
+    container_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,10 +37,32 @@ class Plan:
     placement: Placement | None = None
     reason: str = ""
     """Why the new container gets this placement (its classification and the policy step)."""
-    updates: tuple[ContainerUpdate, ...] = ()
+    moves: tuple[ContainerUpdate, ...] = ()
+    """Updates of individual containers (integer moves, synchronize corrections)."""
+    pool_change: PoolChange | None = None
     problems: tuple[AdmissionError, ...] = ()
-    """Containers a synchronize could not place as they asked (reported, never raised)."""
+    """Containers a synchronize could not place as they ask (reported, never raised)."""
+    _updates: tuple[ContainerUpdate, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def changes_ledger(self) -> bool:
         return self.result is not self.base
+
+    @property
+    def updates(self) -> tuple[ContainerUpdate, ...]:
+        """Every live update: the moves, then one update per shared container of the pool
+        change (built on first access)."""
+        if self._updates is None:
+            object.__setattr__(self, "_updates", (*self.moves, *self._pool_updates()))
+        assert self._updates is not None
+        return self._updates
+
+    def _pool_updates(self) -> list[ContainerUpdate]:
+        change = self.pool_change
+        if change is None:
+            return []
+        entries = self.result.entries
+        return [ContainerUpdate(container_id=cid, subject=entries[cid].subject, kind=Kind.SHARED,
+                                cpus=change.after, previous_cpus=change.before,
+                                reason="shared pool changed")
+                for cid in change.container_ids]

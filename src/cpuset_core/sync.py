@@ -68,7 +68,7 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
         problems.append(SharedPoolExhaustedError(
             shared[0].subject, f"{len(shared)} shared container(s) left on their current CPUs"))
     updates = _corrections(topology, result, pool, live)
-    return Plan(base=base, result=result, shared_pool=pool, updates=updates,
+    return Plan(base=base, result=result, shared_pool=pool, moves=updates,
                 problems=tuple(problems), reason=f"synchronized {len(live)} container(s)")
 
 
@@ -115,10 +115,13 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
                      problems: list[AdmissionError]) -> None:
     """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit."""
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
-    # A set is only really exclusive if no shared container runs on it: an integer container
-    # started while the plugin was down reports the whole machine, which can look "valid".
-    shared_claimed = CPUSet.union_of(parse_reported(i.facts.cpus) or topology.online
-                                     for i in shared)
+    # A set is only really exclusive if no shared container was *placed* on it: a container
+    # started while the plugin was down can report a set that looks valid (the whole machine of
+    # a small node). Shared containers that report no set or the whole machine were never
+    # placed by us, so they are no evidence; the same transaction shrinks them to the pool.
+    shared_claimed = CPUSet.union_of(
+        claimed for i in shared
+        if (claimed := parse_reported(i.facts.cpus)) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
     pending: list[_Live] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
@@ -208,7 +211,9 @@ def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
         updates.append(ContainerUpdate(
             container_id=entry.container_id, subject=entry.subject, kind=entry.kind,
             cpus=target, previous_cpus=current if current is not None else topology.online,
-            mems=entry.mems, previous_mems=current_mems,
+            mems=entry.mems,
+            previous_mems=None if entry.mems is None
+            else current_mems or topology.nodes_with_memory(),
             reason=f"synchronize: runtime reports cpus {item.facts.cpus or 'unset'}"))
     return tuple(updates)
 

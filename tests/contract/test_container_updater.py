@@ -65,5 +65,5 @@ def test_memory_nodes_are_applied_when_given(harness: Harness) -> None:
     start("a", "0-15")
     update = ContainerUpdate(container_id="a", subject="ns/pod/a", kind=Kind.ANNOTATED,
                              cpus=CPUSet.parse("0-1"), previous_cpus=CPUSet.parse("0-15"),
-                             mems=CPUSet.parse("0"))
+                             mems=CPUSet.parse("0"), previous_mems=CPUSet.parse("0-1"))
     assert updater.apply([update]).ok

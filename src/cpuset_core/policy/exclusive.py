@@ -3,9 +3,9 @@
 1. **Fit first.** Domains are tried from the smallest level up: L3 group (within one NUMA node),
    NUMA node, socket. At the first level where some domain's free CPUs hold the whole request,
    each fitting domain is scored by the take it would produce (cores split, threads placed next
-   to another exclusive owner), then by its free CPU count (best fit keeps big holes intact),
-   then by position. When no socket fits, the request spans the fewest NUMA nodes (fullest
-   first) of the best-fitting socket, or of the machine.
+   to another exclusive owner, cores touched), then by its free CPU count (best fit keeps big
+   holes intact), then by position. When no socket fits, the request spans the fewest NUMA
+   nodes (fullest first) of the best-fitting socket, or of the machine.
 2. **Then choose threads** inside the domain: whole free cores for as much of the request as
    they cover (a container that owns whole cores has no foreign sibling); the remainder on
    orphan threads (free threads whose core-mate is already taken), preferring orphans whose mate
@@ -46,6 +46,7 @@ class _Take:
     mask: int
     splits: int
     beside_exclusive: int
+    cores_touched: int
 
 
 class ExclusiveAllocator:
@@ -127,13 +128,15 @@ class ExclusiveAllocator:
 
 
 def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int) -> _Take | None:
-    best: tuple[tuple[int, int, int, int], _Take] | None = None
+    best: tuple[tuple[int, int, int, int, int], _Take] | None = None
     for domain in domains:
         available = (free & domain.mask).bit_count()
         if available < count:
             continue
         take = _take_threads(domain.cores, free, count, exclusive)
-        key = (take.splits, take.beside_exclusive, available, domain.order)
+        # Quality of the take first (no split core, no foreign exclusive sibling, fewest cores),
+        # then best fit, then position.
+        key = (take.splits, take.beside_exclusive, take.cores_touched, available, domain.order)
         if best is None or key < best[0]:
             best = (key, take)
     return None if best is None else best[1]
@@ -142,42 +145,47 @@ def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int)
 def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -> _Take:
     """Pick ``count`` threads from ``cores`` (bitmasks of online threads): whole free cores first,
     then orphan threads, then split whole cores. ``free`` must hold enough of them."""
-    whole: list[int] = []
+    whole: list[tuple[int, int]] = []
     partial: list[tuple[int, int, int]] = []
     for rank, core in enumerate(cores):
         available = core & free
         if not available:
             continue
         if available == core:
-            whole.append(available)
+            whole.append((rank, available))
         else:
             mate_class = (_ORPHAN_NEXT_TO_EXCLUSIVE if core & exclusive
                           else _ORPHAN_NEXT_TO_NON_EXCLUSIVE)
             partial.append((mate_class, rank, available))
-    taken, remaining = 0, count
-    unused_whole: list[int] = []
-    for core in whole:
+    # Biggest cores first: a core with an offline sibling must not take half of a pair and
+    # force the other half to split a full core.
+    whole.sort(key=lambda item: (-item[1].bit_count(), item[0]))
+    taken, remaining, touched = 0, count, 0
+    unused_whole: list[tuple[int, int]] = []
+    for rank, core in whole:
         size = core.bit_count()
         if remaining and size <= remaining:
             taken |= core
             remaining -= size
+            touched += 1
         else:
-            unused_whole.append(core)
+            unused_whole.append((rank, core))
     splits = beside = 0
     if remaining:
         candidates = [(cls, _fit_rank(m, remaining), rank, m) for cls, rank, m in partial]
         candidates += [(_SPLIT_WHOLE_CORE, _fit_rank(m, remaining), rank, m)
-                       for rank, m in enumerate(unused_whole)]
+                       for rank, m in unused_whole]
         candidates.sort()
         for cls, _fit, _rank, available in candidates:
             picked = _lowest_bits(available, remaining)
             taken |= picked
             remaining -= picked.bit_count()
+            touched += 1
             splits += cls == _SPLIT_WHOLE_CORE
             beside += cls == _ORPHAN_NEXT_TO_EXCLUSIVE
             if not remaining:
                 break
-    return _Take(taken, splits, beside)
+    return _Take(taken, splits, beside, touched)
 
 
 def _fit_rank(available: int, remaining: int) -> int:

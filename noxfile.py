@@ -1,0 +1,47 @@
+"""Developer and CI sessions: ``nox -l`` lists them.
+
+``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck and tests.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+# The interpreter that runs nox (3.11+): no hunting for a specific minor version on PATH.
+PYTHON = None
+SOURCES = ["src", "tests", "bench", "noxfile.py"]
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff over the code (generated code, when there is some, is excluded in pyproject)."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", *SOURCES)
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over src/."""
+    session.install("-e", ".[test]", "mypy>=1.10")
+    session.run("mypy", "--strict", "src")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit and contract tests with branch coverage; cpuset_core must stay at >= 95 %."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "tests/unit", "tests/contract", "--cov", "--cov-report=term",
+                *session.posargs)
+    session.run("coverage", "report", "--include=src/cpuset_core/*", "--fail-under=95",
+                "--skip-covered")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Engine decision latency at 1024 CPUs and 1000 live containers (prints figures)."""
+    session.install("-e", ".")
+    session.run("python", "bench/engine_latency.py", *session.posargs)

@@ -31,11 +31,12 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
                pins: CPUSet, free: CPUSet) -> tuple[Move, ...]:
     """Return new exclusive sets for every integer container holding a CPU in ``pins``.
 
-    Each container keeps its CPUs outside ``pins`` and gets replacements for the rest from
-    ``free − pins``, on its own NUMA node(s) when they have room: the fewest CPUs move, and the
-    container stays near memory it has already touched. Containers are handled in order of
-    their lowest CPU, so the result is deterministic. Raises :class:`NoRoomToMoveError` when
-    the replacements do not fit.
+    Each container either keeps its CPUs outside ``pins`` and gets replacements for the rest, or
+    gets a fresh set when that shares fewer physical cores with other containers (sibling-aware:
+    a moved latency-critical container should not end up on half-cores beside the pin), always
+    from ``free − pins`` and preferring its own NUMA node(s) so it stays near the memory it has
+    touched. Containers are handled in order of their lowest CPU, so the result is
+    deterministic. Raises :class:`NoRoomToMoveError` when the replacements do not fit.
     """
     owners = sorted({ledger.int_owner[cpu] for cpu in pins & ledger.exclusive},
                     key=lambda cid: ledger.entries[cid].cpus.first())
@@ -50,12 +51,32 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     moves: list[Move] = []
     for cid in owners:
         entry = ledger.entries[cid]
-        keep = entry.cpus - pins
-        # Its own CPUs are not "another owner": a replacement beside them is the best place.
-        replacement = allocator.take(available, len(entry.cpus & pins),
-                                     exclusive=exclusive - entry.cpus,
-                                     prefer_numa=topology.numa_nodes_of(entry.cpus))
-        available -= replacement
-        exclusive |= replacement
-        moves.append(Move(entry, keep | replacement))
+        others = exclusive - entry.cpus
+        cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins, available=available,
+                             others=others)
+        available -= cpus
+        exclusive = others | cpus
+        moves.append(Move(entry, cpus))
     return tuple(moves)
+
+
+def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,
+                  pins: CPUSet, available: CPUSet, others: CPUSet) -> CPUSet:
+    """Return the better of "keep what is not pinned and top up" and "a fresh set": the one
+    whose threads share fewer physical cores with anyone else; on a tie the top-up, which moves
+    fewer CPUs. Both prefer the container's own NUMA node(s)."""
+    keep = current - pins
+    nodes = topology.numa_nodes_of(current)
+    # Its own CPUs are not "another owner": a replacement beside them is the best place.
+    top_up = keep | allocator.take(available, len(current & pins), exclusive=others,
+                                   prefer_numa=nodes)
+    fresh = allocator.take(available | keep, len(current), exclusive=others, prefer_numa=nodes)
+    if _shared_cores(topology, fresh) < _shared_cores(topology, top_up):
+        return fresh
+    return top_up
+
+
+def _shared_cores(topology: Topology, cpus: CPUSet) -> int:
+    """How many of the physical cores ``cpus`` touches also hold threads outside ``cpus``."""
+    return sum(1 for core in topology.cores_within(cpus)
+               if not (core & topology.online).issubset(cpus))

@@ -17,7 +17,7 @@ from cpuset_core.plan import Plan
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
-from tests.unit.core.topologies import DUAL_SOCKET, container, cpus, pod
+from tests.unit.core.topologies import DUAL_SOCKET, NO_SMT, container, cpus, pod
 
 KEY = DEFAULT_PIN_ANNOTATION
 ALL = DUAL_SOCKET.online
@@ -49,7 +49,9 @@ def owned(engine: CpusetEngine, cid: str) -> frozenset[int]:
 # -- through the engine ------------------------------------------------------------------------
 
 
-def test_pin_on_an_integer_cpu_moves_that_container_and_keeps_its_other_cpus() -> None:
+def test_pin_on_an_integer_cpu_moves_that_container_to_a_whole_core_not_beside_the_pin() -> None:
+    """Keeping CPU 8 and topping up would leave the container on two half-cores next to the
+    pin's threads; a free whole core on its node shares no core with anyone, so it wins."""
     engine = CpusetEngine(DUAL_SOCKET)
     admit_shared(engine, "web")
     assert admit_integer(engine, "db", 2).placement is not None
@@ -59,8 +61,8 @@ def test_pin_on_an_integer_cpu_moves_that_container_and_keeps_its_other_cpus() -
     engine.commit(plan)
 
     moved = engine.ledger.entries["db"]
-    assert 8 in moved.cpus  # kept its non-conflicting CPU
-    assert 0 not in moved.cpus
+    assert moved.cpus == DUAL_SOCKET.core_cpus(moved.cpus.first())  # a whole core
+    assert moved.cpus.isdisjoint(cpus("0,8"))
     assert len(moved.cpus) == moved.request == 2
     assert moved.cpus <= NODE0  # the replacement stays on its NUMA node
     assert plan.placement is not None
@@ -93,19 +95,32 @@ def test_replacement_is_on_the_moved_containers_numa_node() -> None:
     admit_integer(engine, "b", 2)  # 4,12 on node 1
     assert engine.ledger.entries["b"].cpus == cpus("4,12")
     engine.commit(plan_pin(engine, "pin", "4"))
-    assert engine.ledger.entries["b"].cpus <= NODE1
-    assert 12 in engine.ledger.entries["b"].cpus
+    moved = engine.ledger.entries["b"].cpus
+    assert moved <= NODE1
+    assert moved == DUAL_SOCKET.core_cpus(moved.first())
 
 
-def test_replacement_goes_to_another_node_when_its_own_is_full() -> None:
+def test_container_whose_node_is_full_moves_whole_rather_than_spanning_two_nodes() -> None:
     engine = CpusetEngine(DUAL_SOCKET)
     admit_integer(engine, "db", 2)       # 0,8
     admit_integer(engine, "filler", 6)   # the rest of node 0
     assert engine.ledger.exclusive == NODE0
     engine.commit(plan_pin(engine, "pin", "0"))
     db = engine.ledger.entries["db"].cpus
-    assert 8 in db
-    assert len(db & NODE1) == 1
+    assert db <= NODE1
+    assert db == DUAL_SOCKET.core_cpus(db.first())
+
+
+def test_top_up_is_kept_when_a_fresh_set_would_be_no_better() -> None:
+    """On a machine without SMT every set is "whole cores": then moving fewer CPUs wins."""
+    topology = NO_SMT
+    engine = CpusetEngine(topology)
+    admit_integer(engine, "db", 2)
+    before = engine.ledger.entries["db"].cpus
+    engine.commit(plan_pin(engine, "pin", str(before.first())))
+    after = engine.ledger.entries["db"].cpus
+    assert before.last() in after
+    assert len(after) == 2
 
 
 def test_fully_displaced_container_gets_a_whole_core_on_its_node() -> None:
@@ -128,8 +143,8 @@ def test_several_conflicting_containers_all_move_to_disjoint_cpus() -> None:
     engine.commit(plan)
     a, b = engine.ledger.entries["a"].cpus, engine.ledger.entries["b"].cpus
     assert {u.container_id for u in plan.updates} == {"a", "b"}
-    assert 8 in a
-    assert 9 in b
+    assert a == DUAL_SOCKET.core_cpus(a.first())
+    assert b == DUAL_SOCKET.core_cpus(b.first())
     assert a.isdisjoint(b)
     assert (a | b).isdisjoint(cpus("0-1"))
     assert owned(engine, "c") == before_c
@@ -194,7 +209,7 @@ def test_replacement_never_lands_on_system_reserved_cpus() -> None:
     engine.commit(plan_pin(engine, "pin", "0"))
     db = engine.ledger.entries["db"].cpus
     assert db.isdisjoint(cpus("1-3,9-11"))
-    assert 8 in db
+    assert db.isdisjoint(cpus("0"))
 
 
 # -- plan_moves directly -----------------------------------------------------------------------

@@ -108,14 +108,7 @@ class CPUSet:
 
     def lowest(self, count: int) -> CPUSet:
         """Return the ``count`` smallest members (all of them when there are fewer)."""
-        mask, taken = self._mask, 0
-        for _ in range(count):
-            if not mask:
-                break
-            low = mask & -mask
-            taken |= low
-            mask ^= low
-        return CPUSet.from_mask(taken)
+        return CPUSet.from_mask(lowest_bits(self._mask, count))
 
     def issubset(self, other: CPUSet) -> bool:
         return self._mask & ~other._mask == 0
@@ -194,6 +187,18 @@ class CPUSet:
 
 
 EMPTY: Final = CPUSet()
+
+
+def lowest_bits(mask: int, count: int) -> int:
+    """Return the ``count`` lowest set bits of ``mask`` (all of them when there are fewer)."""
+    taken = 0
+    for _ in range(count):
+        if not mask:
+            break
+        low = mask & -mask
+        taken |= low
+        mask ^= low
+    return taken
 
 
 def _parse_mask(text: str, *, allow_empty: bool) -> int:

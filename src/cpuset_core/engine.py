@@ -177,7 +177,9 @@ class CpusetEngine:
         before = self.shared_pool()
         after = shared_pool(self._topology, result.reserved, self._settings)
         others = tuple(cid for cid in result.shared_ids() if cid != container_id)
-        if not after and others:
+        # Refuse a change that empties the pool. One that finds it already empty (a state a
+        # synchronize reported and could not avoid) is not refused: a release must never fail.
+        if before and not after and others:
             subject = result.entries[container_id].subject if container_id else reason
             raise SharedPoolExhaustedError(
                 subject, f"{len(others)} shared container(s) would have no CPU left")

@@ -112,10 +112,3 @@ class ContainerUpdate:
                                kind=self.kind, cpus=self.previous_cpus, previous_cpus=self.cpus,
                                mems=self.previous_mems if self.mems is not None else None,
                                previous_mems=self.mems, reason=f"rollback: {self.reason}")
-
-    def retarget(self, cpus: CPUSet) -> ContainerUpdate:
-        """Return this update aimed at ``cpus`` instead (used to stage safe intermediate steps)."""
-        return ContainerUpdate(container_id=self.container_id, subject=self.subject,
-                               kind=self.kind, cpus=cpus, previous_cpus=self.previous_cpus,
-                               mems=self.mems, previous_mems=self.previous_mems,
-                               reason=self.reason)

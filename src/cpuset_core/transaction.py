@@ -17,6 +17,7 @@ through a safe intermediate; it moves in step 3.)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from cpuset_core.errors import UpdateTransactionError
 from cpuset_core.model import ContainerUpdate, Kind
@@ -40,11 +41,8 @@ def stage(updates: Sequence[ContainerUpdate]) -> tuple[Step, ...]:
         elif update.cpus.issubset(update.previous_cpus):
             shrink.append(update)
         else:
-            shrink.append(update.retarget(common))
-            grow.append(ContainerUpdate(
-                container_id=update.container_id, subject=update.subject, kind=update.kind,
-                cpus=update.cpus, previous_cpus=common, mems=update.mems,
-                previous_mems=update.previous_mems, reason=update.reason))
+            shrink.append(replace(update, cpus=common))
+            grow.append(replace(update, previous_cpus=common))
     return tuple(tuple(step) for step in (shrink, move, grow) if step)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cpuset_core.cpuset import EMPTY, CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet, lowest_bits
 from cpuset_core.topology import Topology
 
 _ORPHAN_NEXT_TO_NON_EXCLUSIVE = 0
@@ -177,7 +177,7 @@ def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -
                        for rank, m in unused_whole]
         candidates.sort()
         for cls, _fit, _rank, available in candidates:
-            picked = _lowest_bits(available, remaining)
+            picked = lowest_bits(available, remaining)
             taken |= picked
             remaining -= picked.bit_count()
             touched += 1
@@ -194,13 +194,3 @@ def _fit_rank(available: int, remaining: int) -> int:
     size = available.bit_count()
     return size - remaining if size >= remaining else 1000 - size
 
-
-def _lowest_bits(mask: int, count: int) -> int:
-    taken = 0
-    for _ in range(count):
-        if not mask:
-            break
-        low = mask & -mask
-        taken |= low
-        mask ^= low
-    return taken

@@ -51,27 +51,32 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     moves: list[Move] = []
     for cid in owners:
         entry = ledger.entries[cid]
+        needed -= len(entry.cpus & pins)
         others = exclusive - entry.cpus
         cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins, available=available,
-                             others=others)
-        available -= cpus
+                             others=others, reserve=needed)
+        # Its unpinned CPUs that it did not keep are free again for the containers after it.
+        available = (available | (entry.cpus - pins)) - cpus
         exclusive = others | cpus
         moves.append(Move(entry, cpus))
     return tuple(moves)
 
 
 def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,
-                  pins: CPUSet, available: CPUSet, others: CPUSet) -> CPUSet:
+                  pins: CPUSet, available: CPUSet, others: CPUSet, reserve: int) -> CPUSet:
     """Return the better of "keep what is not pinned and top up" and "a fresh set": the one
     whose threads share fewer physical cores with anyone else; on a tie the top-up, which moves
-    fewer CPUs. Both prefer the container's own NUMA node(s)."""
+    fewer CPUs. Both prefer the container's own NUMA node(s). A fresh set is only taken if it
+    leaves ``reserve`` CPUs for the containers still to move."""
     keep = current - pins
     nodes = topology.numa_nodes_of(current)
     # Its own CPUs are not "another owner": a replacement beside them is the best place.
     top_up = keep | allocator.take(available, len(current & pins), exclusive=others,
                                    prefer_numa=nodes)
-    fresh = allocator.take(available | keep, len(current), exclusive=others, prefer_numa=nodes)
-    if _shared_cores(topology, fresh) < _shared_cores(topology, top_up):
+    pool = available | keep
+    fresh = allocator.take(pool, len(current), exclusive=others, prefer_numa=nodes)
+    if (len(pool - fresh) >= reserve
+            and _shared_cores(topology, fresh) < _shared_cores(topology, top_up)):
         return fresh
     return top_up
 

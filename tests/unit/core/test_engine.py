@@ -876,3 +876,20 @@ def test_demoted_integer_container_at_synchronize_makes_room_by_demoting_the_lat
     assert [type(p) for p in plan.problems] == [InsufficientCpusError, SharedPoolExhaustedError]
     assert "ns/b/main" in str(plan.problems[1])
     assert plan.shared_pool == cpus("5-7,13-15")
+
+
+def test_release_never_fails_when_synchronize_left_the_pool_empty() -> None:
+    """Pins covering every CPU while a shared container runs is a state synchronize reports;
+    releasing one of two identical pins must still succeed."""
+    engine = CpusetEngine(DUAL_SOCKET)
+    a = pod("a", annotations={KEY: "0-15"})
+    b = pod("b", annotations={KEY: "0-15"})
+    web = pod("web", qos="burstable")
+    plan = engine.plan_synchronize(
+        [a, b, web], [container("a", a, cpus_now="0-15"), container("b", b, cpus_now="0-15"),
+                      container("web", web, cpus_now="")])
+    assert any(p.reason == "shared-pool-exhausted" for p in plan.problems)
+    engine.commit(plan)
+    release = engine.plan_release("a")
+    engine.commit(release)
+    assert "a" not in engine.ledger

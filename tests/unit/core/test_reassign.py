@@ -6,8 +6,10 @@ DUAL_SOCKET: node 0 = 0-3,8-11, node 1 = 4-7,12-15; CPU n and n+8 are siblings.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cpuset_core.cpuset import EMPTY
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import InsufficientCpusForReassignmentError, SharedPoolExhaustedError
 from cpuset_core.invariants import violations
@@ -143,8 +145,11 @@ def test_several_conflicting_containers_all_move_to_disjoint_cpus() -> None:
     engine.commit(plan)
     a, b = engine.ledger.entries["a"].cpus, engine.ledger.entries["b"].cpus
     assert {u.container_id for u in plan.updates} == {"a", "b"}
-    assert a == DUAL_SOCKET.core_cpus(a.first())
-    assert b == DUAL_SOCKET.core_cpus(b.first())
+    # a takes node 0's last whole core; b stays on its NUMA node (requirement 3.5, "NUMA
+    # consistency") on the two threads the pin left, rather than moving to node 1.
+    assert a == cpus("3,11")
+    assert b == cpus("8-9")
+    assert (a | b) <= NODE0
     assert a.isdisjoint(b)
     assert (a | b).isdisjoint(cpus("0-1"))
     assert owned(engine, "c") == before_c
@@ -263,3 +268,36 @@ def test_free_cpus_that_are_pinned_do_not_count_as_room() -> None:
     with pytest.raises(NoRoomToMoveError):
         plan_moves(DUAL_SOCKET, ALLOCATOR, ledger, cpus("0-1"), cpus("1"))
     assert plan_moves(DUAL_SOCKET, ALLOCATOR, Ledger(), cpus("0"), EMPTY) == ()
+
+
+def test_cpus_a_moved_container_gives_up_are_free_for_the_next_one() -> None:
+    """a takes a fresh whole core (2,10); the CPU it did not keep (8) must serve b."""
+    ledger = Ledger.from_entries([integer("a", "0,8"), integer("b", "1,9")])
+    moves = plan_moves(DUAL_SOCKET, ALLOCATOR, ledger, cpus("0-1"), cpus("2,8-10"))
+    by_id = {m.entry.container_id: m.cpus for m in moves}
+    assert by_id["a"].isdisjoint(by_id["b"])
+    assert (by_id["a"] | by_id["b"]).isdisjoint(cpus("0-1"))
+    assert len(by_id["a"]) == len(by_id["b"]) == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_moves_never_fail_once_the_room_check_passed(data: st.DataObject) -> None:
+    cores = list(DUAL_SOCKET.cores)
+    owned = data.draw(st.lists(st.sampled_from(cores), min_size=1, max_size=6, unique=True))
+    entries = [integer(f"c{i}", core.format()) for i, core in enumerate(owned)]
+    ledger = Ledger.from_entries(entries)
+    pins = CPUSet(data.draw(st.sets(st.sampled_from(sorted(ledger.exclusive)), min_size=1)))
+    free = ALL - ledger.exclusive - pins
+    try:
+        moves = plan_moves(DUAL_SOCKET, ALLOCATOR, ledger, pins, free)
+    except NoRoomToMoveError:
+        return
+    final = {e.container_id: e.cpus for e in entries} | {m.entry.container_id: m.cpus
+                                                         for m in moves}
+    union = CPUSet()
+    for cid, owned_cpus in final.items():
+        assert owned_cpus.isdisjoint(pins), cid
+        assert owned_cpus.isdisjoint(union), cid
+        assert len(owned_cpus) == ledger.entries[cid].request
+        union |= owned_cpus

@@ -13,7 +13,7 @@ nox.options.error_on_missing_interpreters = True
 
 # The interpreter that runs nox (3.11+): no hunting for a specific minor version on PATH.
 PYTHON = None
-SOURCES = ["src", "tests", "bench", "noxfile.py"]
+SOURCES = ["src", "tests", "bench", "tools", "noxfile.py"]
 
 
 @nox.session(python=PYTHON)
@@ -45,3 +45,10 @@ def bench(session: nox.Session) -> None:
     """Engine decision latency at 1024 CPUs and 1000 live containers (prints figures)."""
     session.install("-e", ".")
     session.run("python", "bench/engine_latency.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def proto(session: nox.Session) -> None:
+    """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""
+    session.install("-e", ".[proto]")
+    session.run("python", "tools/genproto.py", *session.posargs)

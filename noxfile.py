@@ -52,3 +52,12 @@ def proto(session: nox.Session) -> None:
     """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""
     session.install("-e", ".[proto]")
     session.run("python", "tools/genproto.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def e2e(session: nox.Session) -> None:
+    """Against a real containerd 1.7.24 with NRI (needs root; installs containerd first)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    session.install("-e", ".[test]")
+    session.run("pytest", "tests/e2e", "-p", "no:cacheprovider", *session.posargs,
+                env={"NRI_CPUSET_E2E_REQUIRED": "1"})

@@ -5,11 +5,16 @@ The daemon, the CLI and the tests all build the application through these functi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cpuset_adapters.fake import FakeHost, FakeRuntime
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
+
+if TYPE_CHECKING:
+    from cpuset_cli.daemon import Daemon
 
 DryRun = FakeRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
@@ -30,3 +35,26 @@ def build_dry_run(topology_source: TopologySource,
     """Return an in-memory runtime driving a fresh engine: what ``plan`` admits pods into."""
     engine = build_engine(topology_source, settings)
     return FakeRuntime(FakeHost(engine.topology), engine)
+
+
+def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
+                 index: str, socket_path: str, settings: Settings | None = None) -> Daemon:
+    """Return the NRI plugin daemon: engine + NRI handler + session + update task.
+
+    A pre-installed plugin (``NRI_PLUGIN_SOCKET`` in ``environ``) takes its name, index and
+    socket from the runtime. Raises ``ValueError`` for a bad name or index and
+    ``TopologyError`` when the topology cannot be read.
+    """
+    # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
+    from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
+    from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
+    from cpuset_adapters.nri.pusher import UpdatePusher  # noqa: PLC0415
+    from cpuset_adapters.nri.session import NriSession  # noqa: PLC0415
+    from cpuset_cli.daemon import Daemon  # noqa: PLC0415
+
+    launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
+    engine = build_engine(topology_source, settings)
+    pusher = UpdatePusher(engine)
+    handler = CpusetNriHandler(engine, pusher)
+    session = NriSession(handler, name=launch.name, index=launch.index)
+    return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint)

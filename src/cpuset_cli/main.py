@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import click
 
-from cpuset_cli import bootstrap, demo, render
+from cpuset_cli import bootstrap, demo, launcher, render
 from cpuset_core import AdmissionError, CpusetError, Plan, TopologyError
 
 EXIT_BAD_INPUT = 2
@@ -83,3 +84,72 @@ def _run_step(runtime: bootstrap.DryRun, number: int, step: demo.DemoStep) -> li
 def _update_rows(number: int, result: Plan) -> list[render.Row]:
     return [render.Row(number, "  live update", u.subject, u.kind.value,
                        f"{u.previous_cpus} -> {u.cpus}", "", u.reason) for u in result.updates]
+
+
+@cli.command()
+@click.option("--nri-socket", default="/var/run/nri/nri.sock", show_default=True,
+              help="The runtime's NRI socket (ignored when the runtime started the plugin).")
+@click.option("--plugin-name", default="nri-cpuset", show_default=True)
+@click.option("--plugin-index", default="99", show_default=True,
+              help="Two digits; plugins run in index order, so 99 sees other plugins' changes.")
+@click.option("--sysfs-root", default="/sys", show_default=True,
+              type=click.Path(exists=True, file_okay=False))
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
+        log_level: str) -> None:
+    """Run as an NRI plugin: pin every container the runtime creates.
+
+    Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
+    containerd started it from its plugin directory, uses the socket it was given. Stops
+    cleanly on SIGTERM or SIGINT.
+
+    \b
+    Example:
+      nri-cpuset run --nri-socket /var/run/nri/nri.sock --log-level debug
+    """
+    import asyncio  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: "
+                                                        "%(message)s")
+    try:
+        daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(sysfs_root),
+                                        environ=os.environ, name=plugin_name,
+                                        index=plugin_index, socket_path=nri_socket)
+    except (ValueError, TopologyError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    asyncio.run(daemon.run_until_signalled())
+
+
+@cli.command("install-launcher")
+@click.option("--plugin-dir", default="/opt/nri/plugins", show_default=True,
+              type=click.Path(file_okay=False), help="containerd's NRI plugin_path.")
+@click.option("--plugin-name", default="nri-cpuset", show_default=True)
+@click.option("--plugin-index", default="99", show_default=True)
+@click.option("--log-file", default="/var/log/nri-cpuset.log", show_default=True,
+              help="Where the pre-installed plugin logs (the runtime discards its output).")
+@click.option("--sysfs-root", default="/sys", show_default=True)
+def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_file: str,
+                     sysfs_root: str) -> None:
+    """Install the launcher containerd starts from its plugin directory (pre-installed mode).
+
+    containerd starts it with only NRI_PLUGIN_NAME, NRI_PLUGIN_IDX and NRI_PLUGIN_SOCKET in the
+    environment, so the launcher names this Python interpreter by absolute path.
+
+    \b
+    Example:
+      nri-cpuset install-launcher --plugin-dir /opt/nri/plugins
+    """
+    from cpuset_adapters.nri.launch import validate_identity  # noqa: PLC0415
+
+    try:
+        validate_identity(plugin_name, plugin_index)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    path = launcher.install(Path(plugin_dir), name=plugin_name, index=plugin_index,
+                            python=sys.executable, log_file=log_file, sysfs_root=sysfs_root)
+    click.echo(f"installed {path}")

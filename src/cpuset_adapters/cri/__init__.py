@@ -1,0 +1,1 @@
+"""CRI (Kubernetes Container Runtime Interface) client: drives containerd like a kubelet."""

@@ -1,0 +1,1 @@
+"""Generated CRI protobuf and gRPC modules (from ``cri.proto``; see tools/genproto.py)."""

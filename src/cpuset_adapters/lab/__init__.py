@@ -1,0 +1,1 @@
+"""The e2e lab: a private NRI-enabled containerd, a local busybox image, cgroup readers."""

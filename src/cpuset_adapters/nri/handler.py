@@ -1,0 +1,142 @@
+"""The NRI handler: turns runtime events into engine decisions and NRI answers.
+
+Each hook is synchronous and does no I/O: it classifies and plans through the core, commits, and
+returns the new container's adjustment and the updates that ride on the response. What cannot
+ride on a response goes to the :class:`UpdatePusher`. Every decision is logged with
+``namespace/pod/container``, a short container id, kind, cpus, mems and the reason.
+
+Where updates go, and what "all-or-nothing" means here:
+
+* CreateContainer: the new container's cpuset is the adjustment; moves of integer containers
+  and shared-pool changes ride on the response, ordered so each step is safe, because NRI lets
+  no plugin call UpdateContainers during an event. containerd applies them before creating the
+  container and only logs their failures (fact sheet §6.1): the protocol gives the plugin no way
+  to learn of them or to fail the creation because of them. The next Synchronize repairs such
+  drift (detecting it between synchronizes is issue 7's drift work).
+* StopContainer: CPUs are released at stop and the pool growth rides on the response.
+* RemoveContainer: releases again (a no-op after a stop) and hands any growth to the pusher.
+* UpdateContainer (kubelet UpdateContainerResources): the container's own cpuset is re-asserted,
+  because the kubelet's values would otherwise replace it (§6.2).
+* Synchronize: the ledger is rebuilt; corrections ride on the response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.pusher import UpdatePusher
+from cpuset_core import AdmissionError, ContainerUpdate, CpusetEngine, Plan, violations
+
+_log = logging.getLogger("nri_cpuset.decisions")
+
+EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
+                    Event.REMOVE_CONTAINER})
+
+
+def short_id(container_id: str) -> str:
+    return container_id[:12]
+
+
+class CpusetNriHandler:
+    """Implements :class:`~cpuset_adapters.nri.handler_port.NriHandler` with the core engine."""
+
+    def __init__(self, engine: CpusetEngine, pusher: UpdatePusher) -> None:
+        self._engine = engine
+        self._pusher = pusher
+        self.runtime: RuntimeInfo | None = None
+        self.synchronized = False
+
+    def subscribed_events(self) -> frozenset[Event]:
+        return EVENTS
+
+    def on_configure(self, info: RuntimeInfo) -> None:
+        self.runtime = info
+        _log.info("configured by %s %s (NRI %s, request timeout %d ms)", info.runtime_name,
+                  info.runtime_version, info.nri_version or "unknown", info.request_timeout_ms)
+
+    def on_synchronize(self, pods: Sequence[pb.PodSandbox],
+                       containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
+        plan = self._engine.plan_synchronize([translate.pod_facts(p) for p in pods],
+                                             [translate.container_facts(c) for c in containers])
+        self._engine.commit(plan)
+        self.synchronized = True
+        for problem in plan.problems:
+            _log.warning("synchronize: %s (%s)", problem, problem.reason)
+        for broken in violations(self._engine.topology, self._engine.ledger,
+                                 self._engine.settings):
+            _log.error("synchronize: invariant %s", broken)
+        self._pusher.reset()
+        changes = translate.response_order(plan)
+        self._record(changes)
+        _log.info("synchronized %d pod(s), %d container(s): %d correction(s), shared pool %s",
+                  len(pods), len(containers), len(changes), plan.shared_pool)
+        return translate.updates(changes)
+
+    def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
+                            ) -> tuple[pb.ContainerAdjustment | None, Sequence[pb.ContainerUpdate]]:
+        facts = translate.container_facts(container)
+        pod_facts = translate.pod_facts(pod)
+        try:
+            plan = self._engine.plan_create(pod_facts, facts)
+        except AdmissionError as error:
+            _log.warning("reject %s id=%s reason=%s: %s", error.subject, short_id(container.id),
+                         error.reason, error.detail)
+            raise HandlerError(f"nri-cpuset: {error}") from error
+        self._engine.commit(plan)
+        placement = plan.placement
+        assert placement is not None  # a create plan always places its container
+        changes = translate.response_order(plan)
+        self._record(changes)
+        self._pusher.record_applied(container.id, placement.cpus, placement.mems)
+        _log.info("admit %s/%s/%s id=%s kind=%s cpus=%s mems=%s reason=%s; %d live update(s)",
+                  pod.namespace, pod.name, container.name, short_id(container.id),
+                  placement.kind.value, placement.cpus,
+                  placement.mems if placement.mems is not None else "default", plan.reason,
+                  len(changes))
+        return translate.adjustment(placement), translate.updates(changes)
+
+    def on_update_container(self, pod: pb.PodSandbox,  # noqa: ARG002 - the port's signature
+                            container: pb.Container,
+                            resources: pb.LinuxResources,  # noqa: ARG002 - resize: issue 7
+                            ) -> Sequence[pb.ContainerUpdate]:
+        placement = self._engine.placement(container.id)
+        if placement is None:
+            return []
+        # The kubelet's request would otherwise replace our cpuset (fact sheet §6.2).
+        return [translate.container_update(container.id, placement.cpus, placement.mems)]
+
+    def on_stop_container(self, pod: pb.PodSandbox,
+                          container: pb.Container) -> Sequence[pb.ContainerUpdate]:
+        plan = self._release(pod, container, "stop")
+        changes = translate.response_order(plan)
+        self._record(changes)
+        return translate.updates(changes)
+
+    def on_remove_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        plan = self._release(pod, container, "remove")
+        self._pusher.forget(container.id)
+        self._pusher.mark_dirty(u.container_id for u in plan.updates)
+
+    def on_disconnect(self) -> None:
+        self.synchronized = False
+        self._pusher.reset()
+        _log.warning("runtime connection lost; state is rebuilt at the next Synchronize")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _release(self, pod: pb.PodSandbox, container: pb.Container, why: str) -> Plan:
+        plan = self._engine.plan_release(container.id)
+        self._engine.commit(plan)
+        if plan.changes_ledger:
+            _log.info("release %s/%s/%s id=%s on %s; shared pool %s; %d live update(s)",
+                      pod.namespace, pod.name, container.name, short_id(container.id), why,
+                      plan.shared_pool, len(plan.updates))
+        return plan
+
+    def _record(self, changes: Sequence[ContainerUpdate]) -> None:
+        for change in changes:
+            self._pusher.record_applied(change.container_id, change.cpus, change.mems)

@@ -1,0 +1,379 @@
+"""The NRI trunk: the connection multiplexer over one AF_UNIX stream socket, and the ttrpc
+client and server that ride on its logical connections (fact sheet §2, §3.3).
+
+Every byte on the socket belongs to a frame ``uint32 conn id | uint32 length | payload``
+(big-endian). The payloads of one conn id form one ttrpc byte stream. Conn 1 carries the
+``Plugin`` service, which the plugin *serves*; conn 2 carries the ``Runtime`` service, which
+the plugin *calls* (§2.2). Opening and closing a logical connection sends nothing; the session
+ends when the socket does.
+
+Sending follows the §2.4 rule exactly, because the Go reader hands each frame to a 4096-byte
+bufio buffer: a ttrpc message goes out as its first ``min(len, 4096)`` bytes in one frame and
+the whole remainder in one more, never mixed with another message, under one trunk write lock.
+
+Malformed input (an oversized length, garbage protobuf, a message type that does not belong,
+a truncated frame at EOF) ends the trunk: it is logged, every outstanding call fails with
+:class:`ConnectionLostError`, and :meth:`Multiplexer.wait_closed` returns the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from cpuset_adapters.nri.ttrpc import (
+    MessageDecoder,
+    MessageTooLargeError,
+    MessageType,
+    ProtocolError,
+    RequestEnvelope,
+    ResponseEnvelope,
+    RpcError,
+    StatusCode,
+    TtrpcError,
+    decode_request,
+    decode_response,
+    encode_error_response,
+    encode_message,
+    encode_request,
+    encode_response,
+)
+
+_logger = logging.getLogger("nri_cpuset.nri.mux")
+
+FRAME_HEADER_LENGTH = 8
+PLUGIN_SERVICE_CONN = 1
+"""Conn id of the Plugin service: the runtime is the ttrpc client, we are the server."""
+RUNTIME_SERVICE_CONN = 2
+"""Conn id of the Runtime service: we are the ttrpc client, the runtime is the server."""
+
+FIRST_FRAME_LIMIT = 4096
+"""The Go receiver's bufio buffer: a frame arriving while it reads a header must fit in it."""
+
+MAX_FRAME_LENGTH = 1 << 24
+"""Largest frame a Go mux writer produces (v0.6.1's ``maxPayloadSize``; v0.12 writes at most
+4 MiB + 10). The Go reader does not check, but allocating whatever a length field claims would
+let one corrupt frame take the process's memory."""
+
+_FRAME_HEADER = struct.Struct(">II")
+_READ_CHUNK = 256 * 1024
+
+
+class ConnectionLostError(TtrpcError):
+    """The trunk is gone (EOF, a read or write error, malformed input, or a local close)."""
+
+
+# -- framing (pure) --------------------------------------------------------------------------
+
+
+def encode_frame(conn_id: int, payload: bytes) -> bytes:
+    """One mux frame: the 8-byte header and ``payload``."""
+    return _FRAME_HEADER.pack(conn_id, len(payload)) + payload
+
+
+def frame_message(conn_id: int, message: bytes) -> list[bytes]:
+    """The frames that carry one complete ttrpc ``message`` (§2.4): its first 4096 bytes, then
+    the entire remainder as one more frame. No zero-length frames."""
+    if len(message) <= FIRST_FRAME_LIMIT:
+        return [encode_frame(conn_id, message)] if message else []
+    return [encode_frame(conn_id, message[:FIRST_FRAME_LIMIT]),
+            encode_frame(conn_id, message[FIRST_FRAME_LIMIT:])]
+
+
+class FrameDecoder:
+    """Cuts the trunk's byte stream into ``(conn id, payload piece)`` pairs.
+
+    Payload is handed on as soon as it arrives, not once the frame is complete: a logical
+    connection is a byte stream, so the pieces concatenate, and a 16 MiB frame is never held
+    twice.
+    """
+
+    def __init__(self, max_frame: int = MAX_FRAME_LENGTH) -> None:
+        self._header = bytearray()
+        self._conn_id = 0
+        self._remaining = 0
+        self._max_frame = max_frame
+
+    @property
+    def mid_frame(self) -> bool:
+        """True while part of a frame (header or payload) has been seen but not all of it."""
+        return bool(self._header) or self._remaining > 0
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        """Consume ``data``; raises :class:`ProtocolError` for a frame over the size limit."""
+        pieces: list[tuple[int, bytes]] = []
+        view = memoryview(data)
+        while view:
+            if self._remaining:
+                take = min(self._remaining, len(view))
+                pieces.append((self._conn_id, bytes(view[:take])))
+                self._remaining -= take
+                view = view[take:]
+                continue
+            need = FRAME_HEADER_LENGTH - len(self._header)
+            self._header += view[:need]
+            view = view[need:]
+            if len(self._header) < FRAME_HEADER_LENGTH:
+                break
+            conn_id, length = _FRAME_HEADER.unpack(self._header)
+            self._header.clear()
+            if length > self._max_frame:
+                raise ProtocolError(
+                    f"mux frame for conn {conn_id} claims {length} bytes "
+                    f"(limit {self._max_frame})")
+            self._conn_id, self._remaining = conn_id, length
+        return pieces
+
+
+# -- the trunk (asyncio) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a served request answers: a payload (``code`` 0) or an error status.
+
+    ``close_after`` ends the trunk once the reply has been written.
+    """
+
+    payload: bytes = b""
+    code: int = StatusCode.OK
+    message: str = ""
+    close_after: bool = False
+
+    @classmethod
+    def error(cls, code: int, message: str, *, close_after: bool = False) -> Reply:
+        return cls(code=code, message=message, close_after=close_after)
+
+
+RequestHandler = Callable[[RequestEnvelope], Awaitable[Reply]]
+"""Serves one request of the served connection. Raising :class:`RpcError` answers with that
+status; any other exception is logged and answered with INTERNAL."""
+
+
+class Multiplexer:
+    """One trunk: a ttrpc server on ``serve_conn`` and a ttrpc client on ``call_conn``.
+
+    Requests are served concurrently with our own outstanding calls, each in its own task.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 handler: RequestHandler, *, serve_conn: int = PLUGIN_SERVICE_CONN,
+                 call_conn: int = RUNTIME_SERVICE_CONN) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._handler = handler
+        self._serve_conn = serve_conn
+        self._call_conn = call_conn
+        self._frames = FrameDecoder()
+        self._requests = MessageDecoder()
+        self._responses = MessageDecoder()
+        self._write_lock = asyncio.Lock()
+        self._next_stream_id = 1  # client streams: odd and strictly increasing (§3.3)
+        self._last_served_stream = 0
+        self._pending: dict[int, asyncio.Future[ResponseEnvelope]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reader_task: asyncio.Task[None] | None = None
+        self._closed = asyncio.Event()
+        self._close_reason: str | None = None
+        self._ignored_conns: set[int] = set()
+
+    # -- lifecycle --
+
+    def start(self) -> None:
+        """Start reading the trunk (serving begins with the first request that arrives)."""
+        if self._reader_task is None:
+            self._reader_task = asyncio.create_task(self._read_loop(), name="nri-mux-reader")
+
+    @property
+    def closed(self) -> bool:
+        return self._close_reason is not None
+
+    @property
+    def close_reason(self) -> str | None:
+        return self._close_reason
+
+    async def wait_closed(self) -> str:
+        """Wait until the trunk is gone; return why."""
+        await self._closed.wait()
+        assert self._close_reason is not None
+        return self._close_reason
+
+    def close(self, reason: str = "closed locally") -> None:
+        """End the trunk now: fail outstanding calls, stop serving, close the socket.
+
+        Idempotent; the first reason is kept.
+        """
+        if self._close_reason is not None:
+            return
+        self._close_reason = reason
+        _logger.debug("trunk closed: %s", reason)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionLostError(reason))
+        self._pending.clear()
+        current = asyncio.current_task()
+        if self._reader_task is not None and self._reader_task is not current:
+            self._reader_task.cancel()
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+        self._writer.close()
+        self._closed.set()
+
+    async def aclose(self, reason: str = "closed locally") -> None:
+        """:meth:`close`, then wait for the reader and serving tasks and the socket to finish."""
+        self.close(reason)
+        current = asyncio.current_task()
+        tasks = [t for t in (self._reader_task, *self._tasks) if t is not None and t is not current]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # The peer may already have reset the socket; it is closed either way.
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+    # -- client side --
+
+    async def call(self, service: str, method: str, payload: bytes, *,
+                   timeout: float | None = None) -> bytes:
+        """Call ``service/method`` on the peer and return the response payload.
+
+        Raises :class:`RpcError` for an error status, :class:`ConnectionLostError` when the trunk
+        ends first, :class:`TimeoutError` after ``timeout`` seconds (sent to the peer as the
+        request's deadline too), :class:`MessageTooLargeError` for a request over 4 MiB.
+        """
+        if self._close_reason is not None:
+            raise ConnectionLostError(self._close_reason)
+        stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        timeout_nano = int(timeout * 1e9) if timeout is not None and timeout > 0 else 0
+        message = encode_message(
+            stream_id, MessageType.REQUEST,
+            encode_request(service, method, payload, timeout_nano=timeout_nano))
+        future: asyncio.Future[ResponseEnvelope] = asyncio.get_running_loop().create_future()
+        self._pending[stream_id] = future
+        try:
+            await self._send(self._call_conn, message)
+            async with asyncio.timeout(timeout):
+                response = await future
+        finally:
+            self._pending.pop(stream_id, None)
+        return response.payload_or_raise()
+
+    # -- internals --
+
+    async def _send(self, conn_id: int, message: bytes) -> None:
+        frames = frame_message(conn_id, message)
+        # Frames of different messages must not interleave (§2.4 rule 5). write() does not
+        # yield, but drain() does: the lock keeps a later message from starting mid-drain.
+        async with self._write_lock:
+            if self._close_reason is not None:
+                raise ConnectionLostError(self._close_reason)
+            try:
+                for frame in frames:
+                    self._writer.write(frame)
+                await self._writer.drain()
+            except OSError as exc:
+                self.close(f"write failed: {exc}")
+                raise ConnectionLostError(f"write failed: {exc}") from exc
+
+    async def _read_loop(self) -> None:
+        reason = "connection closed by the peer"
+        try:
+            while True:
+                data = await self._reader.read(_READ_CHUNK)
+                if not data:
+                    if self._frames.mid_frame:
+                        reason = "connection closed in the middle of a frame (truncated)"
+                        _logger.warning("NRI trunk: %s", reason)
+                    elif self._requests.buffered or self._responses.buffered:
+                        reason = "connection closed in the middle of a ttrpc message"
+                        _logger.warning("NRI trunk: %s", reason)
+                    break
+                for conn_id, piece in self._frames.feed(data):
+                    self._deliver(conn_id, piece)
+        except ProtocolError as exc:
+            reason = f"protocol error: {exc}"
+            _logger.error("NRI trunk: %s; closing the connection", reason)
+        except OSError as exc:
+            reason = f"read failed: {exc}"
+        self.close(reason)
+
+    def _deliver(self, conn_id: int, piece: bytes) -> None:
+        if conn_id == self._serve_conn:
+            for message in self._requests.feed(piece):
+                self._on_request(message.stream_id, message.type, message.data)
+        elif conn_id == self._call_conn:
+            for message in self._responses.feed(piece):
+                self._on_response(message.stream_id, message.type, message.data)
+        elif conn_id not in self._ignored_conns:
+            # The Go reader silently drops frames for a conn id nobody opened (§2.1); a newer
+            # runtime might open more, so this is not a reason to end the session.
+            self._ignored_conns.add(conn_id)
+            _logger.warning("NRI trunk: dropping frames for unknown connection id %d", conn_id)
+
+    def _on_request(self, stream_id: int, mtype: int, data: bytes) -> None:
+        if mtype != MessageType.REQUEST:
+            raise ProtocolError(f"unexpected ttrpc message type {mtype} on conn "
+                                f"{self._serve_conn} (stream {stream_id})")
+        # The Go server's checks and wording (§3.3).
+        if stream_id % 2 == 0:
+            self._spawn(self._respond(stream_id, Reply.error(
+                StatusCode.INVALID_ARGUMENT, "StreamID must be odd for client initiated streams")))
+            return
+        if stream_id <= self._last_served_stream:
+            self._spawn(self._respond(stream_id, Reply.error(
+                StatusCode.INVALID_ARGUMENT, "StreamID cannot be re-used and must increment")))
+            return
+        self._last_served_stream = stream_id
+        request = decode_request(data)
+        self._spawn(self._serve(stream_id, request))
+
+    def _on_response(self, stream_id: int, mtype: int, data: bytes) -> None:
+        if mtype != MessageType.RESPONSE:
+            raise ProtocolError(f"unexpected ttrpc message type {mtype} on conn "
+                                f"{self._call_conn} (stream {stream_id})")
+        response = decode_response(data)
+        future = self._pending.pop(stream_id, None)
+        if future is None:
+            _logger.warning("NRI trunk: ignoring a response for stream %d, which no call awaits "
+                         "(timed out or never sent)", stream_id)
+            return
+        if not future.done():
+            future.set_result(response)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, stream_id: int, request: RequestEnvelope) -> None:
+        try:
+            reply = await self._handler(request)
+        except RpcError as exc:
+            reply = Reply.error(exc.code, exc.message)
+        except Exception:
+            _logger.exception("serving %s/%s failed", request.service, request.method)
+            reply = Reply.error(StatusCode.INTERNAL, f"{request.method}: internal plugin error")
+        await self._respond(stream_id, reply)
+
+    async def _respond(self, stream_id: int, reply: Reply) -> None:
+        if reply.code == StatusCode.OK:
+            data = encode_response(reply.payload)
+        else:
+            data = encode_error_response(reply.code, reply.message)
+        try:
+            message = encode_message(stream_id, MessageType.RESPONSE, data)
+        except MessageTooLargeError as exc:
+            _logger.error("NRI trunk: reply on stream %d not sent: %s", stream_id, exc)
+            message = encode_message(stream_id, MessageType.RESPONSE, encode_error_response(
+                StatusCode.RESOURCE_EXHAUSTED, str(exc)))
+        try:
+            await self._send(self._serve_conn, message)
+        except ConnectionLostError:
+            return  # nobody is left to answer
+        if reply.close_after:
+            self.close(f"closed after replying: {reply.message or 'OK'}")

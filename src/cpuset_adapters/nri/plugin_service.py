@@ -1,0 +1,291 @@
+"""The ``Plugin`` service a plugin serves on mux conn 1: decoding each runtime call, asking the
+:class:`~cpuset_adapters.nri.handler_port.NriHandler`, and encoding the answer. No I/O: the
+session feeds it requests and writes its replies.
+
+The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
+
+* the subscription mask is exactly the handler's events and never 0, which means "all";
+* Synchronize chunks (``more``) are accumulated and each answered ``{more: true}`` with no
+  updates; the handler sees everything at once on the last chunk;
+* the runtime only logs errors for stop, remove, StateChange and the v0.12 per-event RPCs, but
+  stops calling later plugins at the first error, so those are always answered OK;
+* every v0.12 per-event RPC is implemented, so the runtime never falls back to StateChange for
+  some events and not others; unknown methods and services get UNIMPLEMENTED;
+* handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
+  anything else: INTERNAL, logged with its traceback), never a crash;
+* handler calls slower than 10 % of the runtime's request timeout are logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+
+from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
+from cpuset_adapters.nri.mux import Reply
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+
+_logger = logging.getLogger("nri_cpuset.nri")
+
+PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
+
+DEFAULT_REQUEST_TIMEOUT_MS = 2000
+"""The runtime's request timeout when Configure does not say (NRI before v0.7.0)."""
+
+SLOW_HANDLER_FRACTION = 0.1
+
+SUBSCRIBABLE_EVENTS = frozenset(e for e in Event if e <= Event.REMOVE_CONTAINER)
+"""Events a handler may subscribe to. Runtimes before NRI v0.10 (containerd up to 2.1) refuse a
+mask with higher bits and close the plugin (§4.5, §7), and this service does not serve the
+UpdatePodSandbox and ValidateContainerAdjustment RPCs those events need."""
+
+# v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
+_ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "StopPodSandbox", "RemovePodSandbox",
+                 "PostCreateContainer", "StartContainer", "PostStartContainer",
+                 "PostUpdateContainer")
+
+
+def subscription_mask(events: Iterable[Event]) -> int:
+    """``ConfigureResponse.events`` for ``events``; raises ``ValueError`` for an empty set
+    (0 would subscribe to *every* event) or one outside :data:`SUBSCRIBABLE_EVENTS`."""
+    chosen = frozenset(events)
+    if not chosen:
+        raise ValueError("no events subscribed (an empty mask means every event to the runtime)")
+    unsupported = chosen - SUBSCRIBABLE_EVENTS
+    if unsupported:
+        names = ", ".join(sorted(e.name for e in unsupported))
+        raise ValueError(f"cannot subscribe to {names}: not every runtime version accepts it")
+    mask = 0
+    for event in chosen:
+        mask |= event.bit
+    return mask
+
+
+@dataclass(eq=False)
+class ConnectionState:
+    """What the service remembers about one runtime connection."""
+
+    configured: bool = False
+    synchronized: bool = False
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    sync_pods: list[pb.PodSandbox] = field(default_factory=list)
+    sync_containers: list[pb.Container] = field(default_factory=list)
+
+
+class _Message(Protocol):
+    def ParseFromString(self, serialized: bytes, /) -> int: ...  # noqa: N802 - protobuf's name
+
+    def SerializeToString(self) -> bytes: ...  # noqa: N802
+
+
+_M = TypeVar("_M", bound=_Message)
+_T = TypeVar("_T")
+
+
+def decode(message: _M, payload: bytes) -> _M:
+    """Parse ``payload`` into ``message``; raises :class:`RpcError` (INVALID_ARGUMENT)."""
+    try:
+        message.ParseFromString(payload)
+    except DecodeError as exc:
+        raise RpcError(StatusCode.INVALID_ARGUMENT,
+                       f"undecodable {type(message).__name__}: {exc}") from exc
+    return message
+
+
+def encode(message: _Message) -> bytes:
+    return message.SerializeToString()
+
+
+class _HandlerFailedError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class PluginService:
+    """Answers the runtime's Plugin-service calls for ``handler``."""
+
+    def __init__(self, handler: NriHandler) -> None:
+        self._handler = handler
+        self._methods: dict[str, Callable[[ConnectionState, bytes], Reply]] = {
+            "Configure": self._configure,
+            "Synchronize": self._synchronize,
+            "Shutdown": self._shutdown,
+            "CreateContainer": self._create_container,
+            "UpdateContainer": self._update_container,
+            "StopContainer": self._stop_container,
+            "StateChange": self._state_change,
+            "RemoveContainer": self._remove_container,
+        }
+        for method in _ACKNOWLEDGED:
+            self._methods[method] = self._acknowledge
+
+    def handle(self, state: ConnectionState, request: RequestEnvelope) -> Reply:
+        """The reply to one request; raises :class:`RpcError` for an undecodable request."""
+        if request.service != PLUGIN_SERVICE:
+            return Reply.error(StatusCode.UNIMPLEMENTED, f"service {request.service}")
+        method = self._methods.get(request.method)
+        if method is None:
+            _logger.debug("runtime called unknown method %s: UNIMPLEMENTED", request.method)
+            return Reply.error(StatusCode.UNIMPLEMENTED, f"method {request.method}")
+        return method(state, request.payload)
+
+    # -- calling the handler --
+
+    @contextlib.contextmanager
+    def _timed(self, state: ConnectionState, what: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed_ms = (time.perf_counter() - start) * 1000.0
+            budget_ms = state.request_timeout_ms
+            if elapsed_ms > SLOW_HANDLER_FRACTION * budget_ms:
+                late = elapsed_ms >= budget_ms
+                _logger.log(logging.ERROR if late else logging.WARNING,
+                            "slow handler: %s took %.1f ms, %.0f %% of the runtime's %d ms "
+                            "request timeout%s", what, elapsed_ms,
+                            100.0 * elapsed_ms / budget_ms, budget_ms,
+                            " (the runtime drops the plugin)" if late else "")
+
+    def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T]) -> _T:
+        """Run one handler call, timed; any failure becomes :class:`_HandlerFailedError`."""
+        with self._timed(state, what):
+            try:
+                return call()
+            except HandlerError as exc:
+                raise _HandlerFailedError(StatusCode.UNKNOWN, exc.message) from exc
+            except Exception as exc:
+                _logger.exception("handler %s raised", what)
+                raise _HandlerFailedError(
+                    StatusCode.INTERNAL, f"nri-cpuset {what}: internal error: {exc!r}") from exc
+
+    # -- configuration and synchronization --
+
+    def _configure(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.ConfigureRequest(), payload)
+        info = RuntimeInfo(config=req.config, runtime_name=req.runtime_name,
+                           runtime_version=req.runtime_version, nri_version=req.NRI_version,
+                           registration_timeout_ms=req.registration_timeout,
+                           request_timeout_ms=req.request_timeout)
+        if req.request_timeout > 0:
+            state.request_timeout_ms = req.request_timeout
+        try:
+            events = self._invoke(state, "on_configure", lambda: self._configured(info))
+            mask = subscription_mask(events)
+        except _HandlerFailedError as failed:
+            _logger.error("Configure refused: %s", failed.message)
+            return Reply.error(failed.code, failed.message, close_after=True)
+        except ValueError as exc:
+            _logger.error("the handler's subscription is invalid: %s", exc)
+            return Reply.error(StatusCode.INVALID_ARGUMENT, str(exc), close_after=True)
+        state.configured = True
+        _logger.info("configured by %s %s (NRI %s); subscribed to %s (mask 0x%x)",
+                     info.runtime_name or "runtime", info.runtime_version,
+                     info.nri_version or "before v0.12",
+                     ", ".join(sorted(e.name for e in events)), mask)
+        return Reply(encode(pb.ConfigureResponse(events=mask)))
+
+    def _configured(self, info: RuntimeInfo) -> frozenset[Event]:
+        self._handler.on_configure(info)
+        return self._handler.subscribed_events()
+
+    def _synchronize(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.SynchronizeRequest(), payload)
+        state.sync_pods.extend(req.pods)
+        state.sync_containers.extend(req.containers)
+        if req.more:
+            # An intermediate chunk: anything but {more: true} makes the runtime close us.
+            return Reply(encode(pb.SynchronizeResponse(more=True)))
+        pods, containers = state.sync_pods, state.sync_containers
+        state.sync_pods, state.sync_containers = [], []
+        try:
+            updates = self._invoke(state, "on_synchronize",
+                                   lambda: self._handler.on_synchronize(pods, containers))
+        except _HandlerFailedError as failed:
+            # v0.6.1 would keep the connection but never send events: end it and sync anew.
+            _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
+            return Reply.error(failed.code, failed.message, close_after=True)
+        state.synchronized = True
+        _logger.info("synchronized %d pod(s) and %d container(s); %d update(s)", len(pods),
+                     len(containers), len(updates))
+        return Reply(encode(pb.SynchronizeResponse(update=updates)))
+
+    def _shutdown(self, _state: ConnectionState, _payload: bytes) -> Reply:
+        _logger.info("runtime asked the plugin to shut down")
+        return Reply(close_after=True)
+
+    # -- container events --
+
+    def _create_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.CreateContainerRequest(), payload)
+        try:
+            adjust, updates = self._invoke(
+                state, "on_create_container",
+                lambda: self._handler.on_create_container(req.pod, req.container))
+        except _HandlerFailedError as failed:
+            return Reply.error(failed.code, failed.message)
+        response = pb.CreateContainerResponse(update=updates)
+        if adjust is not None:
+            response.adjust.CopyFrom(adjust)
+        return Reply(encode(response))
+
+    def _update_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.UpdateContainerRequest(), payload)
+        try:
+            updates = self._invoke(
+                state, "on_update_container",
+                lambda: self._handler.on_update_container(req.pod, req.container,
+                                                          req.linux_resources))
+        except _HandlerFailedError as failed:
+            return Reply.error(failed.code, failed.message)
+        return Reply(encode(pb.UpdateContainerResponse(update=updates)))
+
+    def _stop_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        try:
+            req = decode(pb.StopContainerRequest(), payload)
+            updates = self._invoke(
+                state, "on_stop_container",
+                lambda: self._handler.on_stop_container(req.pod, req.container))
+        except (_HandlerFailedError, RpcError) as exc:
+            _logger.warning("StopContainer: %s (answered OK)", exc)
+            return Reply(encode(pb.StopContainerResponse()))
+        return Reply(encode(pb.StopContainerResponse(update=updates)))
+
+    def _state_change(self, state: ConnectionState, payload: bytes) -> Reply:
+        try:
+            req = decode(pb.StateChangeEvent(), payload)
+        except RpcError as exc:
+            _logger.warning("StateChange: %s (answered OK)", exc)
+            return Reply()
+        if int(req.event) == Event.REMOVE_CONTAINER.value and req.HasField("container"):
+            self._removed(state, req.pod, req.container)
+        return Reply()
+
+    def _remove_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        try:
+            req = decode(pb.RemoveContainerRequest(), payload)
+        except RpcError as exc:
+            _logger.warning("RemoveContainer: %s (answered OK)", exc)
+            return Reply()
+        self._removed(state, req.pod, req.container)
+        return Reply()
+
+    def _removed(self, state: ConnectionState, pod: pb.PodSandbox,
+                 container: pb.Container) -> None:
+        try:
+            self._invoke(state, "on_remove_container",
+                         lambda: self._handler.on_remove_container(pod, container))
+        except _HandlerFailedError as failed:
+            _logger.warning("RemoveContainer %s: %s (answered OK)", container.id, failed.message)
+
+    def _acknowledge(self, _state: ConnectionState, _payload: bytes) -> Reply:
+        return Reply()

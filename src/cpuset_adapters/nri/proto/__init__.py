@@ -1,0 +1,1 @@
+"""Generated protobuf modules for NRI and its ttrpc envelope (``tools/genproto.py``)."""

@@ -1,0 +1,109 @@
+"""The one background task that sends live updates the runtime did not ask for.
+
+Updates that cannot ride on an event's response (after RemoveContainer, retries) are never sent
+from inside a handler: containerd holds its NRI lock for the whole event, so an UpdateContainers
+call from a handler would block until the runtime's deadline and get the plugin disconnected
+(fact sheet §6.3). Handlers only mark containers dirty; this task sends, per container, whatever
+the engine's committed ledger says *at send time* — so a later decision supersedes an earlier
+one (latest wins), a container that is gone is dropped, and a container already on its target
+is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_core import CPUSet, CpusetEngine
+
+Sender = Callable[[Sequence[pb.ContainerUpdate]], Awaitable[None]]
+"""Sends one UpdateContainers batch; raises on an error status."""
+
+_log = logging.getLogger("nri_cpuset.updates")
+
+
+class UpdatePusher:
+    """Coalesces dirty containers and sends their current placement in one batch at a time."""
+
+    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0) -> None:
+        self._engine = engine
+        self._dirty: set[str] = set()
+        self._sent: dict[str, tuple[CPUSet, CPUSet | None]] = {}
+        self._wake = asyncio.Event()
+        self._max_backoff = max_backoff
+        self.batches_sent = 0
+        self.updates_sent = 0
+        self.failures = 0
+
+    def mark_dirty(self, container_ids: Iterable[str]) -> None:
+        """Ask for these containers to be brought to their committed placement (from a
+        handler: no I/O, returns at once)."""
+        self._dirty.update(container_ids)
+        if self._dirty:
+            self._wake.set()
+
+    def record_applied(self, container_id: str, cpus: CPUSet, mems: CPUSet | None) -> None:
+        """Remember what an event response set, so the same value is not sent again."""
+        self._sent[container_id] = (cpus, mems)
+
+    def forget(self, container_id: str) -> None:
+        self._sent.pop(container_id, None)
+        self._dirty.discard(container_id)
+
+    def reset(self) -> None:
+        """Drop everything pending (the connection is gone; the next Synchronize decides)."""
+        self._dirty.clear()
+        self._sent.clear()
+        self._wake.clear()
+
+    def pending(self) -> frozenset[str]:
+        return frozenset(self._dirty)
+
+    def take_batch(self) -> list[pb.ContainerUpdate]:
+        """Return the updates to send now and clear the dirty set (no-ops dropped)."""
+        batch: list[pb.ContainerUpdate] = []
+        for cid in sorted(self._dirty):
+            placement = self._engine.placement(cid)
+            if placement is None:  # gone: nothing to pin
+                self._sent.pop(cid, None)
+                continue
+            target = (placement.cpus, placement.mems)
+            if self._sent.get(cid) == target or not placement.cpus:
+                continue
+            batch.append(translate.container_update(cid, placement.cpus, placement.mems))
+        self._dirty.clear()
+        return batch
+
+    async def run(self, send: Sender) -> None:
+        """Send batches until cancelled; a failed batch is retried with exponential backoff
+        (everything this task sends is a release or a repair, so retrying is safe)."""
+        backoff = 0.1
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch = self.take_batch()
+            if not batch:
+                continue
+            try:
+                await send(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure: keep the work, retry later
+                self.failures += 1
+                _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
+                             translate.ids(batch), exc, backoff)
+                self.mark_dirty(translate.ids(batch))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+                continue
+            backoff = 0.1
+            self.batches_sent += 1
+            self.updates_sent += len(batch)
+            for update in batch:
+                cpu = update.linux.resources.cpu
+                self._sent[update.container_id] = (
+                    CPUSet.parse(cpu.cpus), CPUSet.parse(cpu.mems) if cpu.mems else None)
+            _log.info("sent %d live update(s): %s", len(batch), translate.ids(batch))

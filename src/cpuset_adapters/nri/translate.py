@@ -1,0 +1,82 @@
+"""Translation between NRI messages and the core's facts, placements and updates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_core import ContainerFacts, ContainerUpdate, CPUSet, Kind, Placement, Plan, PodFacts
+
+
+def pod_facts(pod: pb.PodSandbox) -> PodFacts:
+    """What the core needs of a pod: identity, annotations, and the kubelet cgroup parent."""
+    return PodFacts(sandbox_id=pod.id, namespace=pod.namespace, name=pod.name, uid=pod.uid,
+                    annotations=dict(pod.annotations), cgroup_parent=pod.linux.cgroup_parent)
+
+
+def container_facts(container: pb.Container) -> ContainerFacts:
+    """What the core needs of a container; a wrapper the runtime left out is ``None``."""
+    resources = container.linux.resources
+    cpu, memory = resources.cpu, resources.memory
+    return ContainerFacts(
+        id=container.id, sandbox_id=container.pod_sandbox_id, name=container.name,
+        cpu_shares=cpu.shares.value if cpu.HasField("shares") else None,
+        cpu_quota=cpu.quota.value if cpu.HasField("quota") else None,
+        cpu_period=cpu.period.value if cpu.HasField("period") else None,
+        memory_limit=memory.limit.value if memory.HasField("limit") else None,
+        cpus=cpu.cpus, mems=cpu.mems)
+
+
+def with_resources(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:
+    """The container's facts with the CPU and memory values of an UpdateContainer request."""
+    cpu, memory = resources.cpu, resources.memory
+    return ContainerFacts(
+        id=facts.id, sandbox_id=facts.sandbox_id, name=facts.name,
+        cpu_shares=cpu.shares.value if cpu.HasField("shares") else facts.cpu_shares,
+        cpu_quota=cpu.quota.value if cpu.HasField("quota") else facts.cpu_quota,
+        cpu_period=cpu.period.value if cpu.HasField("period") else facts.cpu_period,
+        memory_limit=memory.limit.value if memory.HasField("limit") else facts.memory_limit,
+        cpus=facts.cpus, mems=facts.mems)
+
+
+def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:
+    # An empty string means "leave as is" to the runtime: mems stay untouched unless we pin them.
+    return pb.LinuxCPU(cpus=cpus.format(), mems="" if mems is None else mems.format())
+
+
+def adjustment(placement: Placement) -> pb.ContainerAdjustment:
+    """The adjustment that gives a new container its cpuset."""
+    return pb.ContainerAdjustment(linux=pb.LinuxContainerAdjustment(
+        resources=pb.LinuxResources(cpu=_cpu(placement.cpus, placement.mems))))
+
+
+def container_update(container_id: str, cpus: CPUSet, mems: CPUSet | None) -> pb.ContainerUpdate:
+    """A live cpuset change of one existing container."""
+    return pb.ContainerUpdate(container_id=container_id, linux=pb.LinuxContainerUpdate(
+        resources=pb.LinuxResources(cpu=_cpu(cpus, mems))))
+
+
+def updates(changes: Iterable[ContainerUpdate]) -> list[pb.ContainerUpdate]:
+    return [container_update(u.container_id, u.cpus, u.mems) for u in changes]
+
+
+def response_order(plan: Plan) -> list[ContainerUpdate]:
+    """The plan's updates in the order a runtime should apply them when they ride on an event's
+    response, where each container may appear only once (NRI rejects a plugin setting the same
+    field twice in one event): shared containers that only shrink first (they leave the CPUs the
+    others are about to take), then moved integer containers, then every other change."""
+    first: list[ContainerUpdate] = []
+    moves: list[ContainerUpdate] = []
+    last: list[ContainerUpdate] = []
+    for update in plan.updates:
+        if update.kind is not Kind.SHARED:
+            moves.append(update)
+        elif update.cpus.issubset(update.previous_cpus):
+            first.append(update)
+        else:
+            last.append(update)
+    return [*first, *moves, *last]
+
+
+def ids(updates_: Sequence[pb.ContainerUpdate]) -> list[str]:
+    return [u.container_id for u in updates_]

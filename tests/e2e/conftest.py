@@ -1,0 +1,59 @@
+"""The e2e lab: one private NRI-enabled containerd per test session (``cpuset_adapters.lab``).
+
+Needs root and ``bash scripts/install-containerd``. Without them every e2e test is skipped with the
+reason, unless ``NRI_CPUSET_E2E_REQUIRED=1`` (CI, ``nox -s e2e``), which turns that into a failure.
+Each test gets ``cri`` (a CRI client) and leaves no pod behind: the teardown removes whatever is
+left and fails the test that leaked it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from cpuset_adapters.cri.client import CriClient
+from cpuset_adapters.lab.containerd import ContainerdNotInstalled, LabContainerd, find_installation
+from cpuset_adapters.lab.image import BUSYBOX_PATH
+
+REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"NRI_CPUSET_E2E_REQUIRED=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabContainerd]:
+    """A started containerd (NRI enabled, no plugins) with the lab image imported."""
+    if os.geteuid() != 0:
+        _unavailable("the e2e lab runs containerd and needs root")
+    if shutil.which("umount") is None or not BUSYBOX_PATH.is_file():
+        _unavailable(f"{BUSYBOX_PATH} missing: run `bash scripts/install-containerd`")
+    try:
+        installation = find_installation()
+    except ContainerdNotInstalled as err:
+        _unavailable(str(err))
+        raise  # unreachable: _unavailable always raises
+    lab = LabContainerd(tmp_path_factory.mktemp("lab"), installation=installation)
+    try:
+        lab.start()
+        lab.import_image()
+        yield lab
+    finally:
+        lab.close()
+
+
+@pytest.fixture
+def cri(lab: LabContainerd) -> Iterator[CriClient]:
+    """The lab's CRI client; pods a test leaves behind are removed and fail the test."""
+    client = lab.client()
+    yield client
+    if not lab.running:  # a test that stopped or killed containerd must bring it back
+        lab.start()
+    leaked = lab.cleanup()
+    assert leaked == 0, f"the test left {leaked} pod(s) running"

@@ -1,0 +1,303 @@
+"""The plugin on a real containerd 1.7.24: `nri-cpuset run` connected to the lab's NRI socket,
+driven over CRI like a kubelet, checked in the real cgroup cpusets and /proc/<pid>/status.
+
+This machine has 2 online CPUs, no SMT and one NUMA node, so the scenarios are small; richer
+topologies are covered by the unit, model and contract tests.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from cpuset_adapters.cri.client import (
+    CriClient,
+    CriError,
+    QosClass,
+    cgroup_parent,
+    container_resources,
+    guaranteed,
+)
+from cpuset_adapters.lab import cgroups
+from cpuset_adapters.lab.containerd import LabContainerd, find_installation
+from cpuset_core.cpuset import CPUSet
+
+pytestmark = pytest.mark.e2e
+
+ONLINE = cgroups.online_cpus() if Path("/sys/devices/system/cpu/online").exists() else CPUSet()
+KEY = "weka.io/cores-ids"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class Plugin:
+    """`nri-cpuset run` as a child process, with its log."""
+
+    def __init__(self, socket: Path, log: Path) -> None:
+        self.socket, self.log = socket, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": SRC}
+        env.pop("NRI_PLUGIN_SOCKET", None)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
+                 "--log-level", "debug"], stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_synchronized(self, count: int = 1) -> None:
+        wait_until(lambda: self.text().count("synchronized ") >= count,
+                   f"synchronize #{count}\n--- plugin log ---\n{self.text()[-3000:]}")
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=10)
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.process = None
+
+
+@pytest.fixture
+def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[Plugin]:
+    running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
+    running.start()
+    running.wait_synchronized()
+    yield running
+    if running.process is not None:
+        # Remove pods first so the plugin sees their containers go (no leak across tests).
+        lab.cleanup()
+        assert running.stop() == 0, running.text()[-3000:]
+
+
+def actual(cri: CriClient, cid: str) -> tuple[CPUSet, CPUSet]:
+    """The container's CPUs and memory nodes as the kernel enforces them (cgroup and /proc
+    must agree)."""
+    status = cri.container_status(cid)
+    assert status.pid is not None
+    assert status.cgroups_path is not None
+    cgroup = cgroups.container_cpuset(status.cgroups_path)
+    affinity = cgroups.process_affinity(status.pid)
+    assert cgroup.effective_cpus == affinity.cpus, (cgroup, affinity)
+    return affinity.cpus, affinity.mems
+
+
+def cpus(cri: CriClient, cid: str) -> CPUSet:
+    return actual(cri, cid)[0]
+
+
+@contextmanager
+def pod(cri: CriClient, name: str, qos: QosClass, *,
+        pins: str | None = None) -> Iterator[str]:
+    uid = str(uuid.uuid4())
+    annotations = {KEY: pins} if pins is not None else {}
+    with cri.pod(name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
+                 annotations=annotations) as pod_id:
+        yield pod_id
+
+
+def shared(cri: CriClient, lab: LabContainerd, pod_id: str, name: str = "app") -> str:
+    return cri.run_container(pod_id, name, lab.image,
+                             resources=container_resources(cpu_request="100m"))
+
+
+def shared_one(cri: CriClient, lab: LabContainerd, pod_id: str, _count: int) -> str:
+    return shared(cri, lab, pod_id)
+
+
+def integer(cri: CriClient, lab: LabContainerd, pod_id: str, count: int,
+            name: str = "app") -> str:
+    return cri.run_container(pod_id, name, lab.image, resources=guaranteed(count, "64Mi"))
+
+
+needs_two_cpus = pytest.mark.skipif(len(ONLINE) < 2, reason="needs two online CPUs")
+
+
+def test_plugin_registers_and_synchronizes(plugin: Plugin) -> None:
+    log = plugin.text()
+    assert "registered with the runtime as 99-nri-cpuset" in log
+    assert "configured by containerd" in log
+
+
+def test_shared_container_runs_on_every_online_cpu(plugin: Plugin, lab: LabContainerd,
+                                                   cri: CriClient) -> None:
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        cid = shared(cri, lab, web)
+        assert cpus(cri, cid) == ONLINE
+        assert "kind=shared" in plugin.text()
+
+
+@needs_two_cpus
+def test_pinned_pod_gets_its_cpus_and_memory_node_and_a_running_shared_one_moves_off(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    last = ONLINE.last()
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        pid = cri.container_status(app).pid
+        with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+            pinned = shared(cri, lab, io, "io")
+            assert actual(cri, pinned) == (CPUSet([last]), CPUSet([0]))
+            assert cpus(cri, app) == ONLINE - CPUSet([last])
+            assert cri.container_status(app).pid == pid  # updated live, not restarted
+        wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool to grow back")
+
+
+@needs_two_cpus
+def test_two_pinned_pods_share_cpus_until_the_last_one_goes(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    last = ONLINE.last()
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        with pod(cri, "a", QosClass.BURSTABLE, pins=str(last)) as a:
+            a_io = shared(cri, lab, a, "io")
+            with pod(cri, "b", QosClass.GUARANTEED, pins=str(last)) as b:
+                b_io = integer(cri, lab, b, 1, "io")
+                assert cpus(cri, a_io) == cpus(cri, b_io) == CPUSet([last])
+                assert cpus(cri, app) == ONLINE - CPUSet([last])
+            # a still holds the CPU: the pool must not grow yet.
+            time.sleep(0.3)
+            assert cpus(cri, app) == ONLINE - CPUSet([last])
+        wait_until(lambda: cpus(cri, app) == ONLINE, "the pool to grow after the last pin")
+
+
+@needs_two_cpus
+def test_integer_pod_gets_an_exclusive_cpu_and_shared_containers_avoid_it(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        with pod(cri, "db", QosClass.GUARANTEED) as db:
+            pg = integer(cri, lab, db, 1, "postgres")
+            mine = cpus(cri, pg)
+            assert len(mine) == 1
+            assert cpus(cri, app) == ONLINE - mine
+            assert actual(cri, pg)[1] == cgroups.online_mems()  # mems left alone
+
+
+@needs_two_cpus
+def test_pin_on_an_integer_containers_cpu_moves_it_live(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    with pod(cri, "db", QosClass.GUARANTEED) as db:
+        pg = integer(cri, lab, db, 1, "postgres")
+        taken = cpus(cri, pg)
+        pid = cri.container_status(pg).pid
+        with pod(cri, "io", QosClass.BURSTABLE, pins=taken.format()) as io:
+            pinned = shared(cri, lab, io, "io")
+            assert cpus(cri, pinned) == taken
+            moved = cpus(cri, pg)
+            assert moved.isdisjoint(taken)
+            assert len(moved) == 1
+            assert cri.container_status(pg).pid == pid
+
+
+@pytest.mark.parametrize(("pins", "cpus_asked", "message"), [
+    ("0,,1", None, "annotation weka.io/cores-ids='0,,1' is invalid: empty element at position 2"),
+    ("7", None, "names CPU(s) 7 that are not online"),
+    (None, 3, "needs 3 exclusive CPU(s) but only"),
+])
+def test_bad_input_fails_creation_with_a_clear_message_and_changes_nothing(  # noqa: PLR0917
+        plugin: Plugin, lab: LabContainerd, cri: CriClient, pins: str | None,
+        cpus_asked: int | None, message: str) -> None:
+    if pins == "7" and 7 in ONLINE:
+        pytest.skip("CPU 7 is online here")
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        before = actual(cri, app)
+        qos = QosClass.GUARANTEED if cpus_asked else QosClass.BURSTABLE
+        with pod(cri, "bad", qos, pins=pins) as bad:
+            create = integer if cpus_asked else shared_one
+            with pytest.raises(CriError) as caught:
+                create(cri, lab, bad, cpus_asked or 0)
+            assert message in caught.value.details
+            assert "nri-cpuset" in caught.value.details
+            assert cri.list_containers(bad) == []
+        assert actual(cri, app) == before
+
+
+@needs_two_cpus
+def test_restarted_plugin_corrects_containers_created_while_it_was_down(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    last = ONLINE.last()
+    with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+        shared(cri, lab, io, "io")
+        plugin.kill()
+        with pod(cri, "late", QosClass.BURSTABLE) as late:
+            app = shared(cri, lab, late)
+            assert cpus(cri, app) == ONLINE  # nobody pinned it
+            plugin.start()
+            plugin.wait_synchronized(2)
+            wait_until(lambda: cpus(cri, app) == ONLINE - CPUSet([last]),
+                       "synchronize to move the late shared container off the pin")
+
+
+@needs_two_cpus
+def test_plugin_reconnects_by_itself_when_containerd_restarts(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    lab.restart()
+    plugin.wait_synchronized(2)
+    last = ONLINE.last()
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+            pinned = shared(cri, lab, io, "io")
+            assert cpus(cri, pinned) == CPUSet([last])
+            assert cpus(cri, app) == ONLINE - CPUSet([last])
+
+
+def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:
+    running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
+    running.start()
+    running.wait_synchronized()
+    assert running.stop() == 0
+
+
+@needs_two_cpus
+def test_preinstalled_plugin_is_started_by_containerd_and_pins(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    log = tmp_path / "preinstalled.log"
+    subprocess.run([sys.executable, "-m", "cpuset_cli", "install-launcher", "--plugin-dir",
+                    str(plugins), "--log-file", str(log)], check=True,
+                   env={**os.environ, "PYTHONPATH": SRC})
+    launcher = plugins / "99-nri-cpuset"
+    # The runtime gives the plugin no PYTHONPATH: make the source tree importable for it.
+    text = launcher.read_text().replace("exec ", f"PYTHONPATH={SRC} exec ", 1)
+    launcher.write_text(text)
+    own = LabContainerd(tmp_path / "lab", installation=find_installation(),
+                        nri_plugin_path=plugins)
+    try:
+        started = time.monotonic()
+        own.start()
+        startup = time.monotonic() - started
+        own.import_image()
+        client = own.client()
+        last = ONLINE.last()
+        with pod(client, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+            pinned = shared(client, own, io, "io")
+            assert cpus(client, pinned) == CPUSet([last])
+        assert "registered with the runtime as 99-nri-cpuset" in log.read_text()
+        print(f"containerd with the pre-installed plugin started in {startup:.2f} s")
+    finally:
+        own.close()

@@ -1,0 +1,192 @@
+"""The CRI client: kubelet-shaped helpers, and the wire (method paths, messages, errors) checked
+against an in-process gRPC server that plays the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+
+from cpuset_adapters.cri.client import (
+    CriClient,
+    CriError,
+    QosClass,
+    Resources,
+    cgroup_parent,
+    container_resources,
+    guaranteed,
+    memory_bytes,
+    milli_cpus,
+)
+from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
+
+UID = "0f6a1c2e-1111-4d2b-9c3a-5e6f7a8b9c0d"
+
+
+@pytest.mark.parametrize(("qos", "driver", "expected"), [
+    (QosClass.GUARANTEED, "cgroupfs", f"/kubepods/pod{UID}"),
+    (QosClass.BURSTABLE, "cgroupfs", f"/kubepods/burstable/pod{UID}"),
+    ("BestEffort", "cgroupfs", f"/kubepods/besteffort/pod{UID}"),
+    (QosClass.GUARANTEED, "systemd", f"kubepods-pod{UID.replace('-', '_')}.slice"),
+    (QosClass.BURSTABLE, "systemd", f"kubepods-burstable-pod{UID.replace('-', '_')}.slice"),
+])
+def test_cgroup_parent_is_the_kubelets(qos: QosClass | str, driver: str, expected: str) -> None:
+    assert cgroup_parent(qos, UID, driver=driver) == expected
+
+
+def test_cgroup_parent_rejects_unknown_inputs() -> None:
+    with pytest.raises(ValueError, match="driver"):
+        cgroup_parent(QosClass.BURSTABLE, UID, driver="nope")
+    with pytest.raises(ValueError, match="Gold"):
+        cgroup_parent("Gold", UID)
+
+
+@pytest.mark.parametrize(("cpus", "milli"), [
+    (2, 2000), (0.5, 500), ("250m", 250), ("1.5", 1500), ("0.0001", 1), (0, 0), ("3", 3000),
+])
+def test_milli_cpus(cpus: float | str, milli: int) -> None:
+    assert milli_cpus(cpus) == milli
+
+
+@pytest.mark.parametrize("bad", ["", "two", "-1", "1.5x", "nan"])
+def test_milli_cpus_rejects_garbage(bad: str) -> None:
+    with pytest.raises(ValueError, match="CPU quantity"):
+        milli_cpus(bad)
+
+
+@pytest.mark.parametrize(("memory", "size"), [
+    (1024, 1024), ("128Mi", 128 * 2**20), ("1G", 10**9), ("1.5Gi", 3 * 2**29), ("64", 64),
+])
+def test_memory_bytes(memory: int | str, size: int) -> None:
+    assert memory_bytes(memory) == size
+
+
+def test_memory_bytes_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="memory quantity"):
+        memory_bytes("lots")
+    with pytest.raises(ValueError, match="negative"):
+        memory_bytes(-1)
+
+
+def test_whole_cpu_guaranteed_container_gets_n_periods_and_n_times_1024_shares() -> None:
+    assert guaranteed(2, "256Mi") == Resources(cpu_period=100_000, cpu_quota=200_000,
+                                               cpu_shares=2048, memory_limit=256 * 2**20)
+
+
+def test_fractional_and_besteffort_resources_follow_the_kubelet() -> None:
+    half = container_resources(cpu_request="500m", cpu_limit=0.5)
+    assert (half.cpu_quota, half.cpu_shares) == (50_000, 512)
+    burstable = container_resources(cpu_request="100m")  # no limit: unlimited quota
+    assert (burstable.cpu_quota, burstable.cpu_shares, burstable.cpu_period) == (0, 102, 100_000)
+    tiny = container_resources(cpu_request="1m", cpu_limit="1m")
+    assert (tiny.cpu_quota, tiny.cpu_shares) == (1000, 2)  # kubelet minimums
+    limit_only = container_resources(cpu_limit=1)  # request defaults to the limit
+    assert limit_only.cpu_shares == 1024
+    best_effort = container_resources()
+    assert (best_effort.cpu_shares, best_effort.cpu_quota, best_effort.memory_limit) == (2, 0, 0)
+
+
+class _FakeRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
+    """Records requests; fails CreateContainer the way containerd relays an NRI rejection."""
+
+    def __init__(self) -> None:
+        self.requests: list[object] = []
+
+    def Version(self, request: pb.VersionRequest, _context: object) -> pb.VersionResponse:  # noqa: N802
+        self.requests.append(request)
+        return pb.VersionResponse(version="0.1.0", runtime_name="fake",
+                                  runtime_version="1.7.24", runtime_api_version="v1")
+
+    def RunPodSandbox(self, request: pb.RunPodSandboxRequest,  # noqa: N802
+                      _context: object) -> pb.RunPodSandboxResponse:
+        self.requests.append(request)
+        return pb.RunPodSandboxResponse(pod_sandbox_id="pod-1")
+
+    def CreateContainer(self, request: pb.CreateContainerRequest,  # noqa: N802
+                        context: grpc.ServicerContext) -> pb.CreateContainerResponse:
+        self.requests.append(request)
+        if request.config.metadata.name == "rejected":
+            context.abort(grpc.StatusCode.UNKNOWN,
+                          "failed to create containerd container: NRI plugin rejected: no CPUs")
+        return pb.CreateContainerResponse(container_id="ctr-1")
+
+    def ContainerStatus(self, request: pb.ContainerStatusRequest,  # noqa: N802
+                        _context: object) -> pb.ContainerStatusResponse:
+        self.requests.append(request)
+        status = pb.ContainerStatus(id=request.container_id, state=pb.CONTAINER_RUNNING,
+                                    metadata=pb.ContainerMetadata(name="app"))
+        status.resources.linux.cpuset_cpus = "1"
+        info = '{"pid": 4242, "runtimeSpec": {"linux": {"cgroupsPath": "/kubepods/x/ctr-1"}}}'
+        return pb.ContainerStatusResponse(status=status, info={"info": info})
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[tuple[CriClient, _FakeRuntime]]:
+    runtime = _FakeRuntime()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_RuntimeServiceServicer_to_server(runtime, server)
+    sock = tmp_path / "cri.sock"
+    server.add_insecure_port(f"unix://{sock}")
+    server.start()
+    client = CriClient(sock, timeout=10)
+    try:
+        yield client, runtime
+    finally:
+        client.close()
+        server.stop(None)
+
+
+def test_client_speaks_the_cri_wire(fake: tuple[CriClient, _FakeRuntime]) -> None:
+    client, runtime = fake
+    assert client.version().runtime_version == "1.7.24"
+    pod = client.run_pod("web", "prod", UID, annotations={"a": "b"},
+                         cgroup_parent=cgroup_parent(QosClass.GUARANTEED, UID))
+    assert pod == "pod-1"
+    cid = client.create_container(pod, None, "app", "img:1", resources=guaranteed(1, "64Mi"),
+                                  cpuset_cpus="ignored when resources are given",
+                                  command=["/bin/sleep", "1"])
+    assert cid == "ctr-1"
+    run, create = runtime.requests[1], runtime.requests[2]
+    assert isinstance(run, pb.RunPodSandboxRequest)
+    assert run.config.metadata.namespace == "prod"
+    assert run.config.linux.cgroup_parent == f"/kubepods/pod{UID}"
+    assert run.config.linux.security_context.namespace_options.network == pb.NODE
+    assert dict(run.config.annotations) == {"a": "b"}
+    assert isinstance(create, pb.CreateContainerRequest)
+    assert create.sandbox_config == run.config  # kubelet resends the pod config
+    assert create.config.linux.resources.cpu_quota == 100_000
+    assert create.config.linux.resources.cpu_shares == 1024
+    assert create.config.linux.resources.cpuset_cpus == ""
+    assert list(create.config.command) == ["/bin/sleep", "1"]
+    assert create.config.labels["io.kubernetes.container.name"] == "app"
+    assert client.cgroup_parents == {f"/kubepods/pod{UID}"}
+
+    status = client.container_status(cid)
+    assert (status.running, status.pid, status.cgroups_path) == (True, 4242, "/kubepods/x/ctr-1")
+    assert status.resources is not None
+    assert status.resources.cpuset_cpus == "1"
+
+
+def test_runtime_errors_keep_code_and_message(fake: tuple[CriClient, _FakeRuntime]) -> None:
+    client, _ = fake
+    pod = client.run_pod("web")
+    with pytest.raises(CriError) as caught:
+        client.create_container(pod, None, "rejected", "img:1")
+    err = caught.value
+    assert (err.method, err.code, err.code_name) == (
+        "CreateContainer", grpc.StatusCode.UNKNOWN, "UNKNOWN")
+    assert "NRI plugin rejected: no CPUs" in err.details
+    assert "CreateContainer" in str(err)
+    with pytest.raises(CriError) as caught:
+        client.list_pods()  # not implemented by the fake
+    assert caught.value.code_name == "UNIMPLEMENTED"
+
+
+def test_unreachable_runtime_is_a_cri_error(tmp_path: Path) -> None:
+    with CriClient(tmp_path / "none.sock", timeout=1) as client, pytest.raises(CriError) as caught:
+        client.version()
+    assert caught.value.code_name in {"UNAVAILABLE", "DEADLINE_EXCEEDED"}

@@ -1,0 +1,224 @@
+"""The NRI handler: engine decisions in, NRI answers out (no socket involved)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.handler import EVENTS, CpusetNriHandler
+from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.pusher import UpdatePusher
+from cpuset_core import CPUSet, CpusetEngine
+
+TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings, nodes 0-3,8-11 / rest
+
+
+def make() -> tuple[CpusetNriHandler, CpusetEngine, UpdatePusher]:
+    engine = CpusetEngine(TOPOLOGY)
+    pusher = UpdatePusher(engine)
+    return CpusetNriHandler(engine, pusher), engine, pusher
+
+
+def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> pb.PodSandbox:
+    parent = {"guaranteed": f"/kubepods/pod{name}",
+              "burstable": f"/kubepods/burstable/pod{name}"}[qos]
+    annotations = {"weka.io/cores-ids": pins} if pins is not None else {}
+    return pb.PodSandbox(id=f"sb-{name}", name=name, namespace="ns", uid=f"uid-{name}",
+                         annotations=annotations, linux=pb.LinuxPodSandbox(cgroup_parent=parent))
+
+
+def container(name: str, p: pb.PodSandbox, *, cpus: int | None = None,
+              cpuset: str = "") -> pb.Container:
+    cpu = pb.LinuxCPU(cpus=cpuset)
+    if cpus is not None:
+        cpu.quota.value = cpus * 100_000
+        cpu.period.value = 100_000
+        cpu.shares.value = cpus * 1024
+    return pb.Container(id=f"id-{name}-0123456789", pod_sandbox_id=p.id, name=name,
+                        linux=pb.LinuxContainer(resources=pb.LinuxResources(cpu=cpu)))
+
+
+def cpus_of(updates: Sequence[pb.ContainerUpdate]) -> dict[str, str]:
+    return {u.container_id: u.linux.resources.cpu.cpus for u in updates}
+
+
+def test_subscribes_to_exactly_the_container_events_it_uses() -> None:
+    handler, _, _ = make()
+    assert handler.subscribed_events() == EVENTS
+    mask = sum(e.bit for e in EVENTS)
+    assert mask == 0x8 | 0x80 | 0x200 | 0x400
+    assert Event.VALIDATE_CONTAINER_ADJUSTMENT not in EVENTS
+
+
+def test_configure_is_remembered() -> None:
+    handler, _, _ = make()
+    info = RuntimeInfo(runtime_name="containerd", runtime_version="1.7.24")
+    handler.on_configure(info)
+    assert handler.runtime == info
+
+
+def test_shared_container_gets_the_pool_and_keeps_its_memory_nodes() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    adjustment, updates = handler.on_create_container(web, container("app", web))
+    assert adjustment is not None
+    assert adjustment.linux.resources.cpu.cpus == "0-15"
+    assert adjustment.linux.resources.cpu.mems == ""
+    assert list(updates) == []
+
+
+def test_integer_container_gets_whole_cores_and_shrinks_running_shared_ones() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    adjustment, updates = handler.on_create_container(db, container("pg", db, cpus=2))
+    assert adjustment is not None
+    assert adjustment.linux.resources.cpu.cpus == "0,8"
+    assert cpus_of(updates) == {"id-app-0123456789": "1-7,9-15"}
+
+
+def test_pinned_container_gets_its_cpus_and_mems_and_moves_the_integer_one_first() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    handler.on_create_container(db, container("pg", db, cpus=2))
+    io = pod("io", qos="burstable", pins="0")
+    adjustment, updates = handler.on_create_container(io, container("io", io))
+    assert adjustment is not None
+    assert (adjustment.linux.resources.cpu.cpus, adjustment.linux.resources.cpu.mems) == ("0",
+                                                                                          "0")
+    ids = [u.container_id for u in updates]
+    assert ids == ["id-pg-0123456789", "id-app-0123456789"]  # each container once, move first
+    moved = CPUSet.parse(updates[0].linux.resources.cpu.cpus)
+    assert 0 not in moved
+    assert len(moved) == 2
+
+
+def test_rejection_fails_the_creation_with_the_reason_and_changes_nothing() -> None:
+    handler, engine, _ = make()
+    bad = pod("bad", qos="burstable", pins="0,,1")
+    ledger = engine.ledger
+    with pytest.raises(HandlerError, match=r"ns/bad/io: annotation weka.io/cores-ids='0,,1'"):
+        handler.on_create_container(bad, container("io", bad))
+    assert engine.ledger is ledger
+
+
+def test_update_container_reasserts_the_cpuset_the_kubelet_would_replace() -> None:
+    handler, _, _ = make()
+    db = pod("db")
+    ctr = container("pg", db, cpus=2)
+    handler.on_create_container(db, ctr)
+    updates = handler.on_update_container(db, ctr, pb.LinuxResources())
+    assert cpus_of(updates) == {ctr.id: "0,8"}
+    assert handler.on_update_container(db, container("unknown", db), pb.LinuxResources()) == []
+
+
+def test_stop_releases_at_once_and_remove_after_stop_changes_nothing() -> None:
+    handler, engine, pusher = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    updates = handler.on_stop_container(db, pg)
+    assert cpus_of(updates) == {"id-app-0123456789": "0-15"}
+    assert pg.id not in engine.ledger
+    handler.on_remove_container(db, pg)
+    assert pusher.pending() == frozenset()
+
+
+def test_remove_without_stop_hands_the_pool_growth_to_the_pusher() -> None:
+    handler, _, pusher = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    handler.on_remove_container(db, pg)
+    assert pusher.pending() == {"id-app-0123456789"}
+    assert cpus_of(pusher.take_batch()) == {"id-app-0123456789": "0-15"}
+
+
+def test_synchronize_corrects_shared_containers_started_before_the_plugin() -> None:
+    handler, engine, _ = make()
+    web = pod("web", qos="burstable")
+    io = pod("io", qos="burstable", pins="2-3")
+    updates = handler.on_synchronize(
+        [web, io], [container("app", web, cpuset=""), container("io", io, cpuset="0-15")])
+    assert cpus_of(updates) == {"id-app-0123456789": "0-1,4-15", "id-io-0123456789": "2-3"}
+    io_update = next(u for u in updates if u.container_id == "id-io-0123456789")
+    assert io_update.linux.resources.cpu.mems == "0"
+    assert handler.synchronized
+    assert len(engine.ledger) == 2
+
+
+def test_disconnect_forgets_pending_work() -> None:
+    handler, _, pusher = make()
+    pusher.mark_dirty(["x"])
+    handler.on_disconnect()
+    assert pusher.pending() == frozenset()
+    assert not handler.synchronized
+
+
+# -- the pusher ------------------------------------------------------------------------------
+
+
+def test_pusher_sends_the_latest_placement_once_and_drops_gone_containers() -> None:
+    handler, engine, pusher = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    sent: list[list[str]] = []
+
+    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+        sent.append([f"{u.container_id}={u.linux.resources.cpu.cpus}" for u in batch])
+
+    async def scenario() -> None:
+        task = asyncio.create_task(pusher.run(send))
+        db = pod("db")
+        pg = container("pg", db, cpus=2)
+        handler.on_create_container(db, pg)
+        handler.on_remove_container(db, pg)          # app should go back to 0-15...
+        pusher.mark_dirty(["id-gone", "id-app-0123456789"])
+        await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert sent == [["id-app-0123456789=0-15"]]
+    assert engine.placement("id-app-0123456789") is not None
+
+
+def test_pusher_retries_a_failed_batch() -> None:
+    handler, _, pusher = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    pusher.forget("id-app-0123456789")
+    attempts: list[int] = []
+
+    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+        attempts.append(len(batch))
+        if len(attempts) == 1:
+            raise RuntimeError("runtime said no")
+
+    async def scenario() -> None:
+        task = asyncio.create_task(pusher.run(send))
+        pusher.mark_dirty(["id-app-0123456789"])
+        await asyncio.sleep(0.3)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert attempts == [1, 1]
+    assert pusher.failures == 1
+    assert pusher.batches_sent == 1
+
+
+def test_translation_reads_absent_wrappers_as_unset() -> None:
+    facts = translate.container_facts(pb.Container(id="c", pod_sandbox_id="s", name="n"))
+    assert (facts.cpu_quota, facts.cpu_period, facts.cpu_shares, facts.memory_limit) == (
+        None, None, None, None)

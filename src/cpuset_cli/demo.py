@@ -62,5 +62,5 @@ def steps(topology: Topology, runtime: FakeRuntime) -> list[Callable[[], DemoSte
         lambda: pinned("typo", "0,,1"),
         lambda: pinned("ghost", str(min(topology.known.last() + 1, MAX_ID))),
         lambda: DemoStep("remove", None, None, remove_id="db-postgres"),
-        lambda: pinned("frontend", str(topology.online.last())),
+        lambda: pinned("cache", str(topology.online.last())),
     ]

@@ -301,3 +301,17 @@ def test_preinstalled_plugin_is_started_by_containerd_and_pins(tmp_path: Path) -
         print(f"containerd with the pre-installed plugin started in {startup:.2f} s")
     finally:
         own.close()
+
+
+def test_lab_demo_placements_match_the_dry_run(lab: LabContainerd) -> None:
+    """The README's run command: every placement the real runtime enforces equals the dry
+    run's, and the bad inputs are rejected with their reasons."""
+    from cpuset_adapters.sysfs import SysfsTopologySource
+    from cpuset_cli import lab_demo
+
+    lines: list[str] = []
+    mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lines.append)
+    output = "\n".join(lines)
+    assert mismatches == 0, output
+    assert "annotation weka.io/cores-ids='0,,1' is invalid" in output
+    assert "exit code 0" in output

@@ -623,3 +623,25 @@ def test_a_plugin_gone_is_reported_by_the_double(tmp_path: Path) -> None:
         await rt.wait_ready(count=2)  # the plugin reconnects after being dropped
 
     scenario(tmp_path, body, handler=handler, request_timeout=0.1)
+
+
+def test_the_double_rejects_framing_the_go_reader_cannot_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The framing tests above mean something: one frame per message, as a naive plugin would
+    send, kills the connection on a reply over 4096 bytes (ENOMEM in the Go runtime)."""
+    from cpuset_adapters.nri import mux
+
+    monkeypatch.setattr(mux, "frame_message", lambda conn, message: [
+        mux.encode_frame(conn, message)])
+    handler = RecordingHandler()
+    handler.create_updates = [update(f"container-{i:05d}", "0-63") for i in range(200)]
+    path = sock_path(tmp_path)
+
+    async def main() -> None:
+        async with RuntimeDouble(path) as rt, plugin(handler, SocketPath(str(path))):
+            await rt.wait_ready()
+            with pytest.raises(PluginGone):
+                await rt.create_container(pod(), container("new"))
+            [violation] = rt.violations
+            assert violation.endswith("read into a 4096-byte buffer: cannot allocate memory")
+    run(main())

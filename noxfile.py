@@ -47,6 +47,14 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/engine_latency.py", *session.posargs)
 
 
+@nox.session(name="bench-nri", python=PYTHON)
+def bench_nri(session: nox.Session) -> None:
+    """What the plugin costs on a real containerd: creation latency, RSS, cold start (root)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    session.install("-e", ".")
+    session.run("python", "bench/nri_latency.py", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def proto(session: nox.Session) -> None:
     """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""

@@ -184,8 +184,10 @@ class NriSession:
         finally:
             if self._conn is conn:
                 self._conn = None
-            await mux.aclose("session ended")
+            mux.close("session ended")
+            # Before the await below: a cancellation landing there must not skip it.
             self._disconnected()
+            await mux.aclose()
         if reason:
             _logger.info("runtime connection ended: %s", reason)
         return SessionEnd(reason, conn.registered, conn.state.synchronized)

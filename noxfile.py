@@ -32,8 +32,9 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Unit and contract tests with branch coverage; cpuset_core must stay at >= 95 %."""
-    session.install("-e", ".[test]")
+    """Unit and contract tests with branch coverage; cpuset_core must stay at >= 95 %.
+    grpcio-tools is installed so the generated-protobuf staleness test runs, never skips."""
+    session.install("-e", ".[test,proto]")
     session.run("pytest", "tests/unit", "tests/contract", "--cov", "--cov-report=term",
                 *session.posargs)
     session.run("coverage", "report", "--include=src/cpuset_core/*", "--fail-under=95",

@@ -261,6 +261,8 @@ class Multiplexer:
                 response = await future
         finally:
             self._pending.pop(stream_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: a close() racing a failed send is not news
         return response.payload_or_raise()
 
     # -- internals --
@@ -281,17 +283,12 @@ class Multiplexer:
                 raise ConnectionLostError(f"write failed: {exc}") from exc
 
     async def _read_loop(self) -> None:
-        reason = "connection closed by the peer"
+        reason = "reader stopped"
         try:
             while True:
                 data = await self._reader.read(_READ_CHUNK)
                 if not data:
-                    if self._frames.mid_frame:
-                        reason = "connection closed in the middle of a frame (truncated)"
-                        _logger.warning("NRI trunk: %s", reason)
-                    elif self._requests.buffered or self._responses.buffered:
-                        reason = "connection closed in the middle of a ttrpc message"
-                        _logger.warning("NRI trunk: %s", reason)
+                    reason = self._eof_reason()
                     break
                 for conn_id, piece in self._frames.feed(data):
                     self._deliver(conn_id, piece)
@@ -300,7 +297,22 @@ class Multiplexer:
             _logger.error("NRI trunk: %s; closing the connection", reason)
         except OSError as exc:
             reason = f"read failed: {exc}"
-        self.close(reason)
+        except Exception:
+            # A bug here must still end the trunk: the session waits for it to close.
+            _logger.exception("NRI trunk reader failed")
+            reason = "internal error in the trunk reader"
+        finally:
+            self.close(reason)
+
+    def _eof_reason(self) -> str:
+        if self._frames.mid_frame:
+            reason = "connection closed in the middle of a frame (truncated)"
+        elif self._requests.buffered or self._responses.buffered:
+            reason = "connection closed in the middle of a ttrpc message"
+        else:
+            return "connection closed by the peer"
+        _logger.warning("NRI trunk: %s", reason)
+        return reason
 
     def _deliver(self, conn_id: int, piece: bytes) -> None:
         if conn_id == self._serve_conn:

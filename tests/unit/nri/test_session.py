@@ -462,6 +462,23 @@ def test_update_containers_success_and_failure(tmp_path: Path) -> None:
     scenario(tmp_path, body)
 
 
+def test_events_are_served_while_our_own_update_call_waits_for_the_runtime(
+        tmp_path: Path) -> None:
+    async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
+        conn = await rt.wait_ready()
+        async with rt.nri_lock:  # containerd is busy: UpdateContainers waits for its lock
+            pending = asyncio.create_task(session.update_containers([update("a", "1")]))
+            await asyncio.sleep(0.05)
+            assert not pending.done()
+            request = pb.CreateContainerRequest(pod=pod(), container=container("b"))
+            reply = await conn.call("CreateContainer", request.SerializeToString())
+            assert reply.status.code == 0
+        await pending
+        assert len(rt.update_requests) == 1
+
+    scenario(tmp_path, body)
+
+
 def test_update_containers_without_a_connection_raises_connection_lost() -> None:
     session = NriSession(RecordingHandler(), name="cpuset", index="50")
 

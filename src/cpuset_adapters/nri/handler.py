@@ -50,6 +50,11 @@ class CpusetNriHandler:
         self.runtime: RuntimeInfo | None = None
         self.synchronized = False
 
+    @property
+    def engine(self) -> CpusetEngine:
+        """The engine behind the decisions (read its ledger; do not plan through it)."""
+        return self._engine
+
     def subscribed_events(self) -> frozenset[Event]:
         return EVENTS
 

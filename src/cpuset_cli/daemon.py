@@ -6,14 +6,20 @@ import asyncio
 import contextlib
 import logging
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
-from cpuset_adapters.nri.launch import Endpoint
+from cpuset_adapters.nri.handler_port import RuntimeInfo
+from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.nri.session import NriSession
+from cpuset_adapters.nri.transaction import apply_staged
+from cpuset_core import ContainerFacts, PodFacts, UpdateTransactionError
 
 _log = logging.getLogger("nri_cpuset.daemon")
+
+DEFAULT_CRI_SOCKET = "/run/containerd/containerd.sock"
+INVENTORY_ATTEMPTS = 60
 
 
 @dataclass
@@ -24,6 +30,50 @@ class Daemon:
     handler: CpusetNriHandler
     pusher: UpdatePusher
     endpoint: Endpoint
+    cri_socket: str = DEFAULT_CRI_SOCKET
+    inventory: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.endpoint, InheritedSocket):
+            self.handler.on_configured = self._configured
+
+    def _configured(self, info: RuntimeInfo) -> None:
+        """A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
+        Configure) is never synchronized: take the inventory over CRI instead."""
+        if info.registration_timeout_ms == 0 and self.inventory is None:
+            _log.info("the runtime does not synchronize pre-installed plugins: reading running "
+                      "containers over CRI at %s", self.cri_socket)
+            self.inventory = asyncio.get_running_loop().create_task(self._take_inventory(),
+                                                                    name="cri-inventory")
+
+    async def _take_inventory(self) -> None:
+        """Read every live pod and container over CRI (retrying until containerd serves CRI),
+        adopt them like a Synchronize, and apply the corrections as one staged transaction."""
+        loop = asyncio.get_running_loop()
+        engine = self.handler.engine
+        delay = 0.1
+        for _ in range(INVENTORY_ATTEMPTS):
+            before = engine.ledger
+            try:
+                pods, containers = await loop.run_in_executor(None, _read_inventory,
+                                                              self.cri_socket)
+            except Exception as exc:  # noqa: BLE001 - CRI not up yet, or gone: retry
+                _log.info("CRI inventory not available yet (%s); retrying in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if engine.ledger is not before:
+                continue  # events were decided while reading: the snapshot may miss them
+            plan = self.handler.adopt(pods, containers, source="CRI inventory")
+            try:
+                await apply_staged(self.session.update_containers, plan.updates,
+                                   "CRI inventory")
+            except UpdateTransactionError as exc:
+                _log.error("%s; retrying from the background", exc)
+                self.pusher.mark_dirty(u.container_id for u in plan.updates)
+            return
+        _log.error("no CRI inventory after %d attempts: containers that were running before "
+                   "this plugin started are unknown to it", INVENTORY_ATTEMPTS)
 
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
@@ -32,9 +82,11 @@ class Daemon:
         try:
             await self.session.run_forever(self.endpoint)
         finally:
-            pushing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pushing
+            for task in (pushing, self.inventory):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def run_until_signalled(self) -> None:
         """Run, and stop cleanly on SIGTERM or SIGINT."""
@@ -50,3 +102,12 @@ class Daemon:
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
+
+
+def _read_inventory(cri_socket: str) -> tuple[list[PodFacts], list[ContainerFacts]]:
+    # Imported here: gRPC is only needed on this path, and it would slow every plugin start.
+    from cpuset_adapters.cri.client import CriClient  # noqa: PLC0415
+    from cpuset_adapters.cri.inventory import read_inventory  # noqa: PLC0415
+
+    with CriClient(cri_socket, timeout=5.0) as client:
+        return read_inventory(client)

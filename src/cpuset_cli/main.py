@@ -96,8 +96,11 @@ def _update_rows(number: int, result: Plan) -> list[render.Row]:
               type=click.Path(exists=True, file_okay=False))
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
+@click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
+              help="containerd's CRI socket: a pre-installed plugin on containerd 1.7 (which "
+                   "never synchronizes it) reads the running containers there.")
 def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
-        log_level: str) -> None:
+        log_level: str, cri_socket: str) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
@@ -117,7 +120,8 @@ def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
     try:
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(sysfs_root),
                                         environ=os.environ, name=plugin_name,
-                                        index=plugin_index, socket_path=nri_socket)
+                                        index=plugin_index, socket_path=nri_socket,
+                                        cri_socket=cri_socket)
     except (ValueError, TopologyError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -132,8 +136,10 @@ def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
 @click.option("--log-file", default="/var/log/nri-cpuset.log", show_default=True,
               help="Where the pre-installed plugin logs (the runtime discards its output).")
 @click.option("--sysfs-root", default="/sys", show_default=True)
+@click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
+              help="containerd's CRI socket (read once at start on containerd 1.7).")
 def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_file: str,
-                     sysfs_root: str) -> None:
+                     sysfs_root: str, cri_socket: str) -> None:
     """Install the launcher containerd starts from its plugin directory (pre-installed mode).
 
     containerd starts it with only NRI_PLUGIN_NAME, NRI_PLUGIN_IDX and NRI_PLUGIN_SOCKET in the
@@ -151,7 +157,8 @@ def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_f
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     path = launcher.install(Path(plugin_dir), name=plugin_name, index=plugin_index,
-                            python=sys.executable, log_file=log_file, sysfs_root=sysfs_root)
+                            python=sys.executable, log_file=log_file, sysfs_root=sysfs_root,
+                            cri_socket=cri_socket)
     click.echo(f"installed {path}")
 
 

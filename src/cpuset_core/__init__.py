@@ -29,7 +29,7 @@ from cpuset_core.plan import Plan
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
 from cpuset_core.topology import CpuInfo, Topology
-from cpuset_core.transaction import apply_transaction, stage
+from cpuset_core.transaction import apply_transaction, stage, undo_steps
 
 __all__ = [
     "DEFAULT_PIN_ANNOTATION",
@@ -70,5 +70,6 @@ __all__ = [
     "classify",
     "qos_from_cgroup_parent",
     "stage",
+    "undo_steps",
     "violations",
 ]

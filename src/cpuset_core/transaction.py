@@ -67,11 +67,17 @@ def apply_transaction(updater: ContainerUpdater, updates: Sequence[ContainerUpda
         raise UpdateTransactionError(subject, failed, detail, restored=not restore_failures)
 
 
+def undo_steps(tried: Sequence[Step]) -> tuple[Step, ...]:
+    """Return the steps that undo ``tried`` (every step attempted, the failing one included):
+    newest first, each update inverted. Drivers of other updaters (e.g. an asynchronous NRI
+    connection) use this with :func:`stage` so the rollback rule lives in one place."""
+    return tuple(tuple(update.inverse() for update in step) for step in reversed(tried))
+
+
 def _undo(steps: Sequence[Step], updater: ContainerUpdater) -> tuple[str, ...]:
-    """Undo ``steps`` newest first; return the ids whose restore failed."""
+    """Undo ``steps``; return the ids whose restore failed."""
     failures: list[str] = []
-    for step in reversed(steps):
-        inverse = tuple(update.inverse() for update in step)
+    for inverse in undo_steps(steps):
         outcome = updater.apply(inverse)
         if not outcome.ok:
             failures.extend(outcome.failed or tuple(u.container_id for u in inverse))

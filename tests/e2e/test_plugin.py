@@ -275,18 +275,21 @@ def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_pa
 
 
 @needs_two_cpus
-def test_preinstalled_plugin_is_started_by_containerd_and_pins(tmp_path: Path) -> None:
+def test_preinstalled_plugin_pins_and_relearns_running_containers_after_a_crash(
+        tmp_path: Path) -> None:
+    """containerd 1.7 starts the plugin from plugin_path and never synchronizes it; after a
+    containerd crash the relaunched plugin reads the running containers over CRI, so a new
+    shared container still avoids a pin made before the crash."""
     plugins = tmp_path / "plugins"
     log = tmp_path / "preinstalled.log"
-    subprocess.run([sys.executable, "-m", "cpuset_cli", "install-launcher", "--plugin-dir",
-                    str(plugins), "--log-file", str(log)], check=True,
-                   env={**os.environ, "PYTHONPATH": SRC})
-    launcher = plugins / "99-nri-cpuset"
-    # The runtime gives the plugin no PYTHONPATH: make the source tree importable for it.
-    text = launcher.read_text().replace("exec ", f"PYTHONPATH={SRC} exec ", 1)
-    launcher.write_text(text)
     own = LabContainerd(tmp_path / "lab", installation=find_installation(),
                         nri_plugin_path=plugins)
+    subprocess.run([sys.executable, "-m", "cpuset_cli", "install-launcher", "--plugin-dir",
+                    str(plugins), "--log-file", str(log), "--cri-socket", str(own.cri_address)],
+                   check=True, env={**os.environ, "PYTHONPATH": SRC})
+    launcher = plugins / "99-nri-cpuset"
+    # The runtime gives the plugin no PYTHONPATH: make the source tree importable for it.
+    launcher.write_text(launcher.read_text().replace("exec ", f"PYTHONPATH={SRC} exec ", 1))
     try:
         started = time.monotonic()
         own.start()
@@ -297,7 +300,18 @@ def test_preinstalled_plugin_is_started_by_containerd_and_pins(tmp_path: Path) -
         with pod(client, "io", QosClass.BURSTABLE, pins=str(last)) as io:
             pinned = shared(client, own, io, "io")
             assert cpus(client, pinned) == CPUSet([last])
-        assert "registered with the runtime as 99-nri-cpuset" in log.read_text()
+            assert "registered with the runtime as 99-nri-cpuset" in log.read_text()
+
+            own.kill()
+            own.start()
+            wait_until(lambda: log.read_text().count("registered with the runtime") >= 2,
+                       "the relaunched plugin to register")
+            with pod(client, "web", QosClass.BURSTABLE) as web:
+                app = shared(client, own, web)
+                wait_until(lambda: cpus(client, app) == ONLINE - CPUSet([last]),
+                           f"the pin to be known again\n{log.read_text()[-3000:]}")
+            assert "from CRI inventory" in log.read_text()
+            assert cpus(client, pinned) == CPUSet([last])
         print(f"containerd with the pre-installed plugin started in {startup:.2f} s")
     finally:
         own.close()

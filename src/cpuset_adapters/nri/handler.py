@@ -23,13 +23,21 @@ Where updates go, and what "all-or-nothing" means here:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.pusher import UpdatePusher
-from cpuset_core import AdmissionError, ContainerUpdate, CpusetEngine, Plan, violations
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    ContainerUpdate,
+    CpusetEngine,
+    Plan,
+    PodFacts,
+    violations,
+)
 
 _log = logging.getLogger("nri_cpuset.decisions")
 
@@ -49,6 +57,8 @@ class CpusetNriHandler:
         self._pusher = pusher
         self.runtime: RuntimeInfo | None = None
         self.synchronized = False
+        self.on_configured: Callable[[RuntimeInfo], None] | None = None
+        """Called (on the event loop, no I/O) after each Configure; the daemon uses it."""
 
     @property
     def engine(self) -> CpusetEngine:
@@ -62,24 +72,35 @@ class CpusetNriHandler:
         self.runtime = info
         _log.info("configured by %s %s (NRI %s, request timeout %d ms)", info.runtime_name,
                   info.runtime_version, info.nri_version or "unknown", info.request_timeout_ms)
+        if self.on_configured is not None:
+            self.on_configured(info)
 
     def on_synchronize(self, pods: Sequence[pb.PodSandbox],
                        containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
-        plan = self._engine.plan_synchronize([translate.pod_facts(p) for p in pods],
-                                             [translate.container_facts(c) for c in containers])
+        plan = self.adopt([translate.pod_facts(p) for p in pods],
+                          [translate.container_facts(c) for c in containers], source="synchronize")
+        changes = translate.response_order(plan)
+        self._record(changes)
+        return translate.updates(changes)
+
+    def adopt(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts], *,
+              source: str) -> Plan:
+        """Rebuild the ledger from every live pod and container (a Synchronize, or an inventory
+        taken over CRI when the runtime does not synchronize) and commit it; return the plan,
+        whose updates correct the running containers."""
+        plan = self._engine.plan_synchronize(pods, containers)
         self._engine.commit(plan)
         self.synchronized = True
         for problem in plan.problems:
-            _log.warning("synchronize: %s (%s)", problem, problem.reason)
+            _log.warning("%s: %s (%s)", source, problem, problem.reason)
         for broken in violations(self._engine.topology, self._engine.ledger,
                                  self._engine.settings):
-            _log.error("synchronize: invariant %s", broken)
+            _log.error("%s: invariant %s", source, broken)
         self._pusher.reset()
-        changes = translate.response_order(plan)
-        self._record(changes)
-        _log.info("synchronized %d pod(s), %d container(s): %d correction(s), shared pool %s",
-                  len(pods), len(containers), len(changes), plan.shared_pool)
-        return translate.updates(changes)
+        _log.info("synchronized %d pod(s), %d container(s) from %s: %d correction(s), shared "
+                  "pool %s", len(pods), len(containers), source, len(plan.updates),
+                  plan.shared_pool)
+        return plan
 
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
                             ) -> tuple[pb.ContainerAdjustment | None, Sequence[pb.ContainerUpdate]]:

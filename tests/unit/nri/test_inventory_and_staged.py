@@ -1,0 +1,133 @@
+"""The CRI inventory for pre-installed plugins on runtimes that never synchronize them, and
+the all-or-nothing UpdateContainers driver it applies corrections with."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from cpuset_adapters.cri.client import ContainerInfo, ContainerStatus, PodInfo, PodStatus, Resources
+from cpuset_adapters.cri.inventory import read_inventory
+from cpuset_adapters.fake_topology import StaticTopologySource
+from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_adapters.nri.handler_port import RuntimeInfo
+from cpuset_adapters.nri.launch import InheritedSocket
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.transaction import apply_staged
+from cpuset_cli import bootstrap
+from cpuset_core import ContainerUpdate, CPUSet, Kind, UpdateTransactionError
+
+
+def update(cid: str, before: str, after: str, kind: Kind = Kind.SHARED) -> ContainerUpdate:
+    return ContainerUpdate(container_id=cid, subject=f"ns/{cid}/main", kind=kind,
+                           cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
+
+
+@dataclass
+class Runtime:
+    """Records UpdateContainers calls; fails the ``fail_on``-th call (1-based)."""
+
+    fail_on: set[int] = field(default_factory=set)
+    calls: list[list[tuple[str, str]]] = field(default_factory=list)
+
+    async def send(self, batch: Sequence[pb.ContainerUpdate]) -> None:
+        self.calls.append([(u.container_id, u.linux.resources.cpu.cpus) for u in batch])
+        if len(self.calls) in self.fail_on:
+            raise RuntimeError("NRI update of some containers failed")
+
+
+def test_staged_updates_go_shrink_then_move_then_grow() -> None:
+    runtime = Runtime()
+    asyncio.run(apply_staged(runtime.send, [
+        update("grow", "2-3", "0-3"), update("int", "0-1", "4-5", Kind.INTEGER),
+        update("shrink", "0-7", "6-7")], "test"))
+    assert runtime.calls == [[("shrink", "6-7")], [("int", "4-5")], [("grow", "0-3")]]
+
+
+def test_a_failed_step_restores_every_step_tried_newest_first() -> None:
+    runtime = Runtime(fail_on={2})
+    with pytest.raises(UpdateTransactionError) as caught:
+        asyncio.run(apply_staged(runtime.send, [
+            update("int", "0-1", "4-5", Kind.INTEGER), update("shrink", "0-7", "6-7")],
+            "ns/io/main"))
+    assert caught.value.restored
+    assert caught.value.failed == ("int",)
+    assert runtime.calls == [[("shrink", "6-7")], [("int", "4-5")],
+                             [("int", "0-1")], [("shrink", "0-7")]]
+
+
+def test_a_failed_restore_is_reported() -> None:
+    runtime = Runtime(fail_on={1, 2})
+    with pytest.raises(UpdateTransactionError, match="NOT all restored") as caught:
+        asyncio.run(apply_staged(runtime.send, [update("shrink", "0-7", "6-7")], "x"))
+    assert not caught.value.restored
+
+
+class FakeCri:
+    """Answers like containerd's CRI (unset values as 0 / "")."""
+
+    def list_pods(self) -> list[PodInfo]:
+        return [PodInfo(id="p1", name="io", namespace="ns", uid="u1", ready=True,
+                        annotations={"weka.io/cores-ids": "3"}, labels={}),
+                PodInfo(id="p2", name="gone", namespace="ns", uid="u2", ready=False,
+                        annotations={}, labels={})]
+
+    def pod_status(self, pod_id: str) -> PodStatus:
+        assert pod_id == "p1"
+        return PodStatus(id="p1", name="io", namespace="ns", uid="u1", ready=True,
+                         annotations={"weka.io/cores-ids": "3"},
+                         info={"info": {"config": {"linux": {
+                             "cgroup_parent": "/kubepods/burstable/podu1"}}}})
+
+    def list_containers(self) -> list[ContainerInfo]:
+        return [ContainerInfo(id="c1", pod_id="p1", name="io", state="CONTAINER_RUNNING",
+                              annotations={}, labels={}),
+                ContainerInfo(id="c2", pod_id="p1", name="old", state="CONTAINER_EXITED",
+                              annotations={}, labels={})]
+
+    def container_status(self, container_id: str) -> ContainerStatus:
+        assert container_id == "c1"
+        return ContainerStatus(id="c1", name="io", state="CONTAINER_RUNNING", exit_code=0,
+                               reason="", message="", annotations={}, pid=42, info={},
+                               resources=Resources(cpu_period=100_000, cpu_quota=0,
+                                                   cpu_shares=102, cpuset_cpus="3"))
+
+
+def test_inventory_reads_ready_pods_and_live_containers_like_a_synchronize() -> None:
+    pods, containers = read_inventory(FakeCri())  # type: ignore[arg-type]
+    assert [(p.sandbox_id, p.cgroup_parent, dict(p.annotations)) for p in pods] == [
+        ("p1", "/kubepods/burstable/podu1", {"weka.io/cores-ids": "3"})]
+    (only,) = containers
+    assert (only.id, only.cpu_quota, only.cpu_period, only.cpu_shares, only.cpus) == (
+        "c1", None, 100_000, 102, "3")
+
+
+@pytest.mark.parametrize(("endpoint", "registration_ms", "expected"), [
+    (InheritedSocket(3), 0, True),        # pre-installed on NRI < v0.7: never synchronized
+    (InheritedSocket(3), 5000, False),    # pre-installed on v0.7+: synchronized by the runtime
+])
+def test_preinstalled_plugin_takes_an_inventory_only_when_the_runtime_will_not_sync(
+        endpoint: InheritedSocket, registration_ms: int, expected: bool) -> None:
+    daemon = bootstrap.build_daemon(
+        StaticTopologySource(build_topology(DUAL_SOCKET_HT)),
+        environ={"NRI_PLUGIN_SOCKET": str(endpoint.fd)}, name="nri-cpuset", index="99",
+        socket_path="/nonexistent", cri_socket="/nonexistent/cri.sock")
+
+    async def configure() -> bool:
+        daemon.handler.on_configure(RuntimeInfo(registration_timeout_ms=registration_ms))
+        scheduled = daemon.inventory is not None
+        if daemon.inventory is not None:
+            daemon.inventory.cancel()
+        return scheduled
+
+    assert asyncio.run(configure()) is expected
+
+
+def test_external_plugin_never_takes_an_inventory() -> None:
+    daemon = bootstrap.build_daemon(StaticTopologySource(build_topology(DUAL_SOCKET_HT)),
+                                    environ={}, name="nri-cpuset", index="99",
+                                    socket_path="/nonexistent")
+    assert daemon.handler.on_configured is None

@@ -27,18 +27,6 @@ def container_facts(container: pb.Container) -> ContainerFacts:
         cpus=cpu.cpus, mems=cpu.mems)
 
 
-def with_resources(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:
-    """The container's facts with the CPU and memory values of an UpdateContainer request."""
-    cpu, memory = resources.cpu, resources.memory
-    return ContainerFacts(
-        id=facts.id, sandbox_id=facts.sandbox_id, name=facts.name,
-        cpu_shares=cpu.shares.value if cpu.HasField("shares") else facts.cpu_shares,
-        cpu_quota=cpu.quota.value if cpu.HasField("quota") else facts.cpu_quota,
-        cpu_period=cpu.period.value if cpu.HasField("period") else facts.cpu_period,
-        memory_limit=memory.limit.value if memory.HasField("limit") else facts.memory_limit,
-        cpus=facts.cpus, mems=facts.mems)
-
-
 def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:
     # An empty string means "leave as is" to the runtime: mems stay untouched unless we pin them.
     return pb.LinuxCPU(cpus=cpus.format(), mems="" if mems is None else mems.format())

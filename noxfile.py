@@ -26,7 +26,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/."""
-    session.install("-e", ".[test]", "mypy>=1.10")
+    session.install("-e", ".[test]", "mypy>=1.10", "types-PyYAML>=6.0")
     session.run("mypy", "--strict", "src")
 
 

@@ -1,0 +1,1 @@
+"""One module per operator command; ``cpuset_cli.main`` registers them."""

@@ -39,7 +39,7 @@ def build_dry_run(topology_source: TopologySource,
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
                  index: str, socket_path: str, cri_socket: str | None = None,
-                 settings: Settings | None = None) -> Daemon:
+                 status_socket: str | None = None, settings: Settings | None = None) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task.
 
     A pre-installed plugin (``NRI_PLUGIN_SOCKET`` in ``environ``) takes its name, index and
@@ -60,4 +60,4 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     handler = CpusetNriHandler(engine, pusher)
     session = NriSession(handler, name=launch.name, index=launch.index)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
-                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET)
+                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket)

@@ -14,6 +14,8 @@ from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.transaction import apply_staged
+from cpuset_adapters.status_socket import serve_status
+from cpuset_cli import state_view
 from cpuset_core import ContainerFacts, PodFacts, UpdateTransactionError
 
 _log = logging.getLogger("nri_cpuset.daemon")
@@ -31,6 +33,7 @@ class Daemon:
     pusher: UpdatePusher
     endpoint: Endpoint
     cri_socket: str = DEFAULT_CRI_SOCKET
+    status_socket: str | None = None
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -79,14 +82,27 @@ class Daemon:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
+        status = (await serve_status(self.status_socket, self.snapshot)
+                  if self.status_socket else None)
         try:
             await self.session.run_forever(self.endpoint)
         finally:
+            if status is not None:
+                status.close()
             for task in (pushing, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    def snapshot(self) -> bytes:
+        """The live state document (``nri-cpuset inspect``)."""
+        runtime = self.handler.runtime
+        return state_view.encode(state_view.build(
+            self.handler.engine,
+            runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
+            synchronized=self.handler.synchronized, known=self.pusher.known(),
+            pending=self.pusher.pending()))
 
     async def run_until_signalled(self) -> None:
         """Run, and stop cleanly on SIGTERM or SIGINT."""

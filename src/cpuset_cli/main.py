@@ -99,8 +99,10 @@ def _update_rows(number: int, result: Plan) -> list[render.Row]:
 @click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
               help="containerd's CRI socket: a pre-installed plugin on containerd 1.7 (which "
                    "never synchronizes it) reads the running containers there.")
+@click.option("--status-socket", default="/run/nri-cpuset/status.sock", show_default=True,
+              help="Root-only unix socket serving the live state to `inspect` (\"\" disables).")
 def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
-        log_level: str, cri_socket: str) -> None:
+        log_level: str, cri_socket: str, status_socket: str) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
@@ -121,7 +123,8 @@ def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(sysfs_root),
                                         environ=os.environ, name=plugin_name,
                                         index=plugin_index, socket_path=nri_socket,
-                                        cri_socket=cri_socket)
+                                        cri_socket=cri_socket,
+                                        status_socket=status_socket or None)
     except (ValueError, TopologyError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -181,3 +184,13 @@ def lab_demo_command() -> None:
     topology = bootstrap.sysfs_topology().read_topology()
     mismatches = lab_demo.run(topology, click.echo)
     sys.exit(1 if mismatches else 0)
+
+
+def _register_commands() -> None:
+    # One module per operator command (cpuset_cli/commands/); registered here, in one place.
+    from cpuset_cli.commands.inspect import inspect  # noqa: PLC0415
+
+    cli.add_command(inspect)
+
+
+_register_commands()

@@ -51,6 +51,7 @@ class Plugin:
 
     def __init__(self, socket: Path, log: Path) -> None:
         self.socket, self.log = socket, log
+        self.status = log.with_name("status.sock")
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -59,7 +60,8 @@ class Plugin:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
-                 "--log-level", "debug"], stdout=out, stderr=subprocess.STDOUT, env=env)
+                 "--log-level", "debug", "--status-socket", str(self.status)],
+                stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -265,6 +267,34 @@ def test_plugin_reconnects_by_itself_when_containerd_restarts(
             pinned = shared(cri, lab, io, "io")
             assert cpus(cri, pinned) == CPUSet([last])
             assert cpus(cri, app) == ONLINE - CPUSet([last])
+
+
+@needs_two_cpus
+def test_inspect_shows_the_live_state_of_the_running_plugin(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    import json
+
+    last = ONLINE.last()
+    with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io, \
+            pod(cri, "io2", QosClass.BURSTABLE, pins=str(last)) as io2:
+        first = shared(cri, lab, io, "io")
+        shared(cri, lab, io2, "io")
+        result = subprocess.run(
+            [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
+             str(plugin.status), "-o", "json"], capture_output=True, check=True,
+            env={**os.environ, "PYTHONPATH": SRC})
+        state = json.loads(result.stdout)
+        assert state["pinned"] == {str(last): 2}
+        assert state["shared_pool"] == (ONLINE - CPUSet([last])).format()
+        assert state["synchronized"] is True
+        assert state["drift"] == []
+        kinds = {c["id"]: (c["kind"], c["cpus"], c["mems"]) for c in state["containers"]}
+        assert kinds[first] == ("annotated", str(last), "0")
+        table = subprocess.run(
+            [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
+             str(plugin.status)], capture_output=True, check=True, text=True,
+            env={**os.environ, "PYTHONPATH": SRC})
+        assert f"pinned (refcount): {last}×2" in table.stdout
 
 
 def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:

@@ -1,0 +1,65 @@
+"""The daemon's local status endpoint: a root-only unix socket that answers one JSON document.
+
+No network listener: the socket's directory is created 0700 and the socket 0600, so only root
+(the daemon's user) can read the node's placements. A client connects and reads until EOF; the
+server writes a fresh snapshot and closes. Nothing is read from the client, so there is no
+request parsing to get wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_STATUS_SOCKET = "/run/nri-cpuset/status.sock"
+MAX_STATUS_BYTES = 64 * 2**20
+
+
+async def serve_status(path: str | Path, snapshot: Callable[[], bytes]) -> asyncio.Server:
+    """Listen on ``path`` (replacing a stale socket) and answer every connection with
+    ``snapshot()``. Raises ``OSError`` when the socket cannot be created."""
+    target = Path(path)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        if target.is_socket():
+            target.unlink()
+
+    async def answer(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            writer.write(snapshot())
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the client went away: nothing to do
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    # Create the socket with no access for others from the first instant.
+    previous = os.umask(0o177)
+    try:
+        server = await asyncio.start_unix_server(answer, str(target))
+    finally:
+        os.umask(previous)
+    target.chmod(0o600)
+    return server
+
+
+def read_status(path: str | Path, *, timeout: float = 5.0) -> bytes:
+    """Return the daemon's status document. Raises ``OSError`` (e.g. ``FileNotFoundError``,
+    ``PermissionError``, ``ConnectionRefusedError``) when the daemon cannot be reached."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_STATUS_BYTES:
+                raise OSError(f"status from {path} exceeds {MAX_STATUS_BYTES} bytes")
+        return b"".join(chunks)

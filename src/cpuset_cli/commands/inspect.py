@@ -1,0 +1,69 @@
+"""``nri-cpuset inspect``: the running daemon's live state."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
+from cpuset_cli import state_view
+
+EXIT_UNREACHABLE = 2
+
+
+@click.command()
+@click.option("--status-socket", default=DEFAULT_STATUS_SOCKET, show_default=True,
+              help="The daemon's status socket (`run --status-socket`).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def inspect(status_socket: str, output: str) -> None:
+    """Show the running daemon's live state: every container with its kind, cpus and mems; the
+    pinned CPUs with their reference counts and the exclusive CPUs with their owners; the shared
+    pool; and drift (containers whose last known cpuset differs from the ledger).
+
+    \b
+    Example:
+      sudo nri-cpuset inspect
+      sudo nri-cpuset inspect -o json | jq '.containers[] | select(.kind == "integer")'
+    """
+    try:
+        data = read_status(status_socket)
+        view = state_view.decode(data)
+    except OSError as exc:
+        click.echo(f"error: cannot read the daemon's state from {status_socket}: {exc}"
+                   " (is `nri-cpuset run` running, and are you root?)", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+    except ValueError as exc:
+        click.echo(f"error: {status_socket}: {exc}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+    if output == "json":
+        click.echo(data.decode().rstrip())
+        return
+    _render(view)
+
+
+def _render(view: state_view.StateView) -> None:
+    # Imported here: every `nri-cpuset` start (the daemon's included) registers this command.
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"runtime: {view.runtime or 'not configured'}; synchronized: "
+                  f"{'yes' if view.synchronized else 'no'}; online {view.online}; "
+                  f"shared pool {view.shared_pool or '(empty)'}")
+    table = Table("container", "id", "kind", "cpus", "mems", "reason", box=None,
+                  pad_edge=False)
+    for c in view.containers:
+        table.add_row(c.subject, c.id[:12], c.kind, c.cpus or "-",
+                      c.mems if c.mems is not None else "default", c.reason)
+    console.print(table)
+    if view.pinned:
+        console.print("pinned (refcount): " + ", ".join(f"{cpu}×{n}"
+                                                        for cpu, n in view.pinned.items()))
+    if view.exclusive:
+        owners = {c.id: c.subject for c in view.containers}
+        console.print("exclusive: " + ", ".join(f"{cpu}={owners.get(o, o[:12])}"
+                                                for cpu, o in view.exclusive.items()))
+    console.print(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
+                  f"updates: {len(view.pending_updates)}")

@@ -1,0 +1,93 @@
+"""The live state document the daemon serves and ``inspect`` renders.
+
+Built from the core's values (ledger, placements, shared pool) and what the adapters know
+(runtime, synchronization, updates the plugin believes each container has). A container
+*drifts* when the cpuset the plugin last set or learned for it differs from the ledger's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import cattrs
+
+from cpuset_core import CpusetEngine, Kind
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerView:
+    id: str
+    subject: str
+    kind: str
+    cpus: str
+    mems: str | None
+    request: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    """The document; its JSON (through cattrs) is the wire form (schema in docs/cli.md)."""
+
+    schema: int
+    runtime: str
+    synchronized: bool
+    online: str
+    shared_pool: str
+    containers: list[ContainerView]
+    pinned: dict[str, int] = field(default_factory=dict)
+    """CPU → number of annotated containers pinned to it."""
+    exclusive: dict[str, str] = field(default_factory=dict)
+    """CPU → the integer container that owns it."""
+    drift: list[str] = field(default_factory=list)
+    """Containers whose last known cpuset differs from the ledger."""
+    pending_updates: list[str] = field(default_factory=list)
+
+
+def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
+          known: dict[str, str], pending: frozenset[str]) -> StateView:
+    """Return the view; ``known`` maps container ids to the cpuset the plugin last set or
+    learned for them."""
+    ledger = engine.ledger
+    pool = engine.shared_pool()
+    containers = []
+    drift = []
+    for cid in sorted(ledger.entries):
+        entry = ledger.entries[cid]
+        cpus = pool if entry.kind is Kind.SHARED else entry.cpus
+        containers.append(ContainerView(
+            id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
+            mems=entry.mems.format() if entry.mems is not None else None,
+            request=entry.request, reason=entry.reason))
+        if cid in known and known[cid] != cpus.format():
+            drift.append(cid)
+    return StateView(
+        schema=SCHEMA_VERSION, runtime=runtime, synchronized=synchronized,
+        online=engine.topology.online.format(), shared_pool=pool.format(), containers=containers,
+        pinned={str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
+        exclusive={str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
+        drift=drift, pending_updates=sorted(pending))
+
+
+_converter = cattrs.Converter()
+
+
+def encode(view: StateView) -> bytes:
+    return json.dumps(_converter.unstructure(view), indent=2).encode() + b"\n"
+
+
+def decode(data: bytes) -> StateView:
+    """Parse a status document; raises ``ValueError`` (incl. ``cattrs`` errors) when it is not
+    one this version understands."""
+    raw = json.loads(data)
+    schema = raw.get("schema") if isinstance(raw, dict) else None
+    if schema != SCHEMA_VERSION:
+        raise ValueError(f"unsupported status schema {schema!r} (this client reads "
+                         f"{SCHEMA_VERSION})")
+    try:
+        return _converter.structure(raw, StateView)
+    except cattrs.BaseValidationError as exc:
+        raise ValueError(f"malformed status document: {exc}") from exc

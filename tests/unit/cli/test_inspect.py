@@ -1,0 +1,113 @@
+"""The status socket and `nri-cpuset inspect` (no runtime involved)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_adapters.status_socket import read_status, serve_status
+from cpuset_cli import state_view
+from cpuset_cli.commands.inspect import inspect
+from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
+
+
+def engine_with_three() -> CpusetEngine:
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    for name, parent, quota, pins in [("web", "/kubepods/burstable/pod1", None, None),
+                                      ("db", "/kubepods/pod2", 200_000, None),
+                                      ("io", "/kubepods/burstable/pod3", None, "4-5")]:
+        pod = PodFacts(sandbox_id=f"s-{name}", namespace="ns", name=name, cgroup_parent=parent,
+                       annotations={"weka.io/cores-ids": pins} if pins else {})
+        facts = ContainerFacts(id=f"id-{name}", sandbox_id=pod.sandbox_id, name="main",
+                               cpu_quota=quota, cpu_period=100_000 if quota else None)
+        engine.commit(engine.plan_create(pod, facts))
+    return engine
+
+
+def test_state_view_lists_containers_refcounts_owners_and_drift() -> None:
+    view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
+                            synchronized=True, known={"id-web": "0-15", "id-db": "0,8"},
+                            pending=frozenset({"id-web"}))
+    kinds = {c.id: (c.kind, c.cpus, c.mems) for c in view.containers}
+    assert kinds == {"id-web": ("shared", "1-3,6-7,9-15", None),
+                     "id-db": ("integer", "0,8", None), "id-io": ("annotated", "4-5", "1")}
+    assert view.pinned == {"4": 1, "5": 1}
+    assert view.exclusive == {"0": "id-db", "8": "id-db"}
+    assert view.drift == ["id-web"]  # the plugin last set 0-15; the ledger says otherwise
+    assert state_view.decode(state_view.encode(view)) == view
+
+
+def test_decode_refuses_other_schemas_and_garbage() -> None:
+    with pytest.raises(ValueError, match="unsupported status schema 99"):
+        state_view.decode(b'{"schema": 99}')
+    with pytest.raises(ValueError, match="malformed"):
+        state_view.decode(b'{"schema": 1, "runtime": 3}')
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "run" / "status.sock"
+    view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
+                            synchronized=True, known={}, pending=frozenset())
+    document = state_view.encode(view)
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        server = await serve_status(path, lambda: document)
+        ready.set()
+        async with server:
+            await stop.wait()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
+    thread.start()
+    assert ready.wait(5)
+    yield path
+    loop.call_soon_threadsafe(stop.set)
+    thread.join(5)
+    loop.close()
+
+
+def test_status_socket_is_root_only_and_answers_the_document(served: Path) -> None:
+    assert stat.S_IMODE(served.stat().st_mode) == 0o600
+    assert stat.S_IMODE(served.parent.stat().st_mode) == 0o700
+    assert json.loads(read_status(served))["schema"] == state_view.SCHEMA_VERSION
+
+
+def test_inspect_renders_a_table_and_json(served: Path) -> None:
+    table = CliRunner().invoke(inspect, ["--status-socket", str(served)])
+    assert table.exit_code == 0, table.output
+    assert "ns/db/main" in table.output
+    assert "pinned (refcount): 4×1, 5×1" in table.output
+    raw = CliRunner().invoke(inspect, ["--status-socket", str(served), "-o", "json"])
+    assert json.loads(raw.output)["exclusive"] == {"0": "id-db", "8": "id-db"}
+
+
+def test_inspect_without_a_daemon_says_so_with_exit_code_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(inspect, ["--status-socket", str(tmp_path / "none.sock")])
+    assert result.exit_code == 2
+    assert "is `nri-cpuset run` running" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_stale_socket_file_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "status.sock"
+
+    async def twice() -> bytes:
+        first = await serve_status(path, lambda: b"one")
+        first.close()
+        await first.wait_closed()
+        second = await serve_status(path, lambda: b"two")
+        async with second:
+            return await asyncio.get_running_loop().run_in_executor(None, read_status, path)
+
+    assert asyncio.run(twice()) == b"two"

@@ -102,7 +102,7 @@ class Daemon:
             self.handler.engine,
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.handler.synchronized, known=self.pusher.known(),
-            pending=self.pusher.pending()))
+            pending=self.pusher.pending(), history=self.handler.history()))
 
     async def run_until_signalled(self) -> None:
         """Run, and stop cleanly on SIGTERM or SIGINT."""

@@ -26,6 +26,7 @@ class ContainerView:
     mems: str | None
     request: int
     reason: str
+    history: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +49,10 @@ class StateView:
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
-          known: dict[str, str], pending: frozenset[str]) -> StateView:
+          known: dict[str, str], pending: frozenset[str],
+          history: dict[str, list[str]] | None = None) -> StateView:
     """Return the view; ``known`` maps container ids to the cpuset the plugin last set or
-    learned for them."""
+    learned for them, ``history`` to what happened to them."""
     ledger = engine.ledger
     pool = engine.shared_pool()
     containers = []
@@ -61,7 +63,8 @@ def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
         containers.append(ContainerView(
             id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
             mems=entry.mems.format() if entry.mems is not None else None,
-            request=entry.request, reason=entry.reason))
+            request=entry.request, reason=entry.reason,
+            history=list((history or {}).get(cid, []))))
         if cid in known and known[cid] != cpus.format():
             drift.append(cid)
     return StateView(

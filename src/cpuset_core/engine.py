@@ -161,12 +161,13 @@ class CpusetEngine:
         free = exclusive_free(self._topology, working.reserved, self._settings)
         if decision.request > len(free):
             raise InsufficientCpusError(subject, decision.request, len(free))
-        cpus = self._allocator.take(free, decision.request, exclusive=working.exclusive)
+        choice = self._allocator.choose(free, decision.request, exclusive=working.exclusive)
+        reason = f"{decision.reason}; {choice.describe()}"
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.INTEGER, cpus=cpus, request=decision.request,
-                      reason=decision.reason)
+                      kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
+                      reason=reason)
         return self._finish(working.with_entry(entry), container.id,
-                            Placement(kind=Kind.INTEGER, cpus=cpus), decision.reason)
+                            Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
 
     def _finish(self, result: Ledger, container_id: str | None,
                 placement: Placement | None, reason: str, *,

@@ -213,6 +213,12 @@ def test_pin_on_an_integer_containers_cpu_moves_it_live(
             assert moved.isdisjoint(taken)
             assert len(moved) == 1
             assert cri.container_status(pg).pid == pid
+            why = subprocess.run(
+                [sys.executable, "-m", "cpuset_cli", "explain", pg, "--status-socket",
+                 str(plugin.status)], capture_output=True, check=True, text=True,
+                env={**os.environ, "PYTHONPATH": SRC}).stdout
+            assert f"- moved {taken} -> {moved}: moved off CPUs {taken} pinned by " \
+                   f"default/io/io" in why
 
 
 @pytest.mark.parametrize(("pins", "cpus_asked", "message"), [

@@ -41,6 +41,9 @@ from cpuset_core import (
 
 _log = logging.getLogger("nri_cpuset.decisions")
 
+HISTORY_LIMIT = 20
+"""Events remembered per container: enough to explain it, bounded for long-lived nodes."""
+
 EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
                     Event.REMOVE_CONTAINER})
 
@@ -59,6 +62,16 @@ class CpusetNriHandler:
         self.synchronized = False
         self.on_configured: Callable[[RuntimeInfo], None] | None = None
         """Called (on the event loop, no I/O) after each Configure; the daemon uses it."""
+        self._history: dict[str, list[str]] = {}
+
+    def history(self) -> dict[str, list[str]]:
+        """What happened to each live container, oldest first (``explain`` shows it)."""
+        return {cid: list(events) for cid, events in self._history.items()}
+
+    def _remember(self, container_id: str, event: str) -> None:
+        events = self._history.setdefault(container_id, [])
+        events.append(event)
+        del events[:-HISTORY_LIMIT]
 
     @property
     def engine(self) -> CpusetEngine:
@@ -91,6 +104,14 @@ class CpusetNriHandler:
         plan = self._engine.plan_synchronize(pods, containers)
         self._engine.commit(plan)
         self.synchronized = True
+        self._history = {cid: events for cid, events in self._history.items()
+                         if cid in plan.result}
+        for cid, entry in plan.result.entries.items():
+            if cid not in self._history:
+                self._remember(cid, f"found at {source}: {entry.kind.value} ({entry.reason})")
+        for change in plan.moves:
+            self._remember(change.container_id, f"corrected at {source}: "
+                                                f"{change.previous_cpus} -> {change.cpus}")
         for problem in plan.problems:
             _log.warning("%s: %s (%s)", source, problem, problem.reason)
         for broken in violations(self._engine.topology, self._engine.ledger,
@@ -118,6 +139,12 @@ class CpusetNriHandler:
         changes = translate.response_order(plan)
         self._record(changes)
         self._pusher.record_applied(container.id, placement.cpus, placement.mems)
+        self._history.pop(container.id, None)
+        self._remember(container.id, f"created: {placement.kind.value} cpus={placement.cpus}"
+                                     f" mems={placement.mems or 'default'} ({plan.reason})")
+        for move in plan.moves:
+            self._remember(move.container_id,
+                           f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
         _log.info("admit %s/%s/%s id=%s kind=%s cpus=%s mems=%s reason=%s; %d live update(s)",
                   pod.namespace, pod.name, container.name, short_id(container.id),
                   placement.kind.value, placement.cpus,
@@ -157,6 +184,7 @@ class CpusetNriHandler:
     def _release(self, pod: pb.PodSandbox, container: pb.Container, why: str) -> Plan:
         plan = self._engine.plan_release(container.id)
         self._engine.commit(plan)
+        self._history.pop(container.id, None)
         if plan.changes_ledger:
             _log.info("release %s/%s/%s id=%s on %s; shared pool %s; %d live update(s)",
                       pod.namespace, pod.name, container.name, short_id(container.id), why,

@@ -47,6 +47,37 @@ class _Take:
     splits: int
     beside_exclusive: int
     cores_touched: int
+    orphans: int
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The CPUs chosen for a request and how: the domain, and what kind of threads."""
+
+    cpus: CPUSet
+    domain: str
+    whole_cores: int
+    orphans: int
+    beside_exclusive: int
+    splits: int
+
+    def describe(self) -> str:
+        """One line for logs and ``explain``."""
+        parts = [f"{self.whole_cores} whole core(s)"]
+        if self.orphans:
+            parts.append(f"{self.orphans} orphan thread(s)"
+                         + (f", {self.beside_exclusive} beside another exclusive container"
+                            if self.beside_exclusive else ""))
+        if self.splits:
+            parts.append(f"{self.splits} split core(s)")
+        return f"{self.domain}: {', '.join(parts)}"
+
+
+def _choice(take: _Take, domain: str) -> Choice:
+    return Choice(cpus=CPUSet.from_mask(take.mask), domain=domain,
+                  whole_cores=take.cores_touched - take.orphans - take.splits,
+                  orphans=take.orphans, beside_exclusive=take.beside_exclusive,
+                  splits=take.splits)
 
 
 class ExclusiveAllocator:
@@ -79,14 +110,20 @@ class ExclusiveAllocator:
 
     def take(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
              prefer_numa: CPUSet | None = None) -> CPUSet:
-        """Return ``count`` CPUs out of ``free``.
+        """Return ``count`` CPUs out of ``free`` (see :meth:`choose`)."""
+        return self.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa).cpus
+
+    def choose(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
+               prefer_numa: CPUSet | None = None) -> Choice:
+        """Choose ``count`` CPUs out of ``free`` and say how.
 
         ``exclusive`` are CPUs owned by other exclusive containers (to keep new threads off their
         cores); ``prefer_numa`` names NUMA nodes to try first (a container being moved stays
         near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs.
         """
         if count <= 0:
-            return EMPTY
+            return Choice(cpus=EMPTY, domain="nothing requested", whole_cores=0, orphans=0,
+                          beside_exclusive=0, splits=0)
         free_mask, others = free.mask, exclusive.mask
         if free_mask.bit_count() < count:
             raise ValueError(f"{count} CPUs requested but only {len(free)} free")
@@ -94,12 +131,13 @@ class ExclusiveAllocator:
         if prefer_numa is not None:
             levels[:0] = [[d for d in level if d.node in prefer_numa] for level in levels]
         for domains in levels:
-            take = _best_fit(domains, free_mask, count, others)
-            if take is not None:
-                return CPUSet.from_mask(take.mask)
-        return CPUSet.from_mask(self._spanning(free_mask, count, others))
+            found = _best_fit(domains, free_mask, count, others)
+            if found is not None:
+                domain, take = found
+                return _choice(take, _describe(domain, free_mask))
+        return self._spanning(free_mask, count, others)
 
-    def _spanning(self, free: int, count: int, exclusive: int) -> int:
+    def _spanning(self, free: int, count: int, exclusive: int) -> Choice:
         """Take from the fewest NUMA nodes: of the best-fitting socket when one holds the
         request, else of the machine, filling the socket with most free CPUs first."""
         def free_in(domain: _Domain) -> int:
@@ -124,11 +162,23 @@ class ExclusiveAllocator:
         rest = [d for d in nodes[len(chosen) - 1:] if free_in(d) >= needed]
         chosen[-1] = min(rest, key=lambda d: (free_in(d), d.order))
         cores = tuple(c for node in chosen for c in node.cores)
-        return _take_threads(cores, free, count, exclusive).mask
+        where = (f"NUMA nodes {CPUSet(d.node for d in chosen)} of socket {chosen[0].socket}"
+                 if fitting else f"NUMA nodes {CPUSet(d.node for d in chosen)} across sockets")
+        return _choice(_take_threads(cores, free, count, exclusive),
+                       f"{where} (no single NUMA node holds {count})")
 
 
-def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int) -> _Take | None:
-    best: tuple[tuple[int, int, int, int, int], _Take] | None = None
+def _describe(domain: _Domain, free: int) -> str:
+    available = (free & domain.mask).bit_count()
+    if domain.level == 0:
+        return (f"L3 group {CPUSet.from_mask(domain.mask)} of NUMA node {domain.node} "
+                f"(best fit, {available} free)")
+    return f"NUMA node {domain.node} (best fit, {available} free)"
+
+
+def _best_fit(domains: Sequence[_Domain], free: int, count: int,
+              exclusive: int) -> tuple[_Domain, _Take] | None:
+    best: tuple[tuple[int, int, int, int, int], _Domain, _Take] | None = None
     for domain in domains:
         available = (free & domain.mask).bit_count()
         if available < count:
@@ -138,8 +188,8 @@ def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int)
         # then best fit, then position.
         key = (take.splits, take.beside_exclusive, take.cores_touched, available, domain.order)
         if best is None or key < best[0]:
-            best = (key, take)
-    return None if best is None else best[1]
+            best = (key, domain, take)
+    return None if best is None else (best[1], best[2])
 
 
 def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -> _Take:
@@ -170,7 +220,7 @@ def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -
             touched += 1
         else:
             unused_whole.append((rank, core))
-    splits = beside = 0
+    splits = beside = orphans = 0
     if remaining:
         candidates = [(cls, _fit_rank(m, remaining), rank, m) for cls, rank, m in partial]
         candidates += [(_SPLIT_WHOLE_CORE, _fit_rank(m, remaining), rank, m)
@@ -183,9 +233,10 @@ def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -
             touched += 1
             splits += cls == _SPLIT_WHOLE_CORE
             beside += cls == _ORPHAN_NEXT_TO_EXCLUSIVE
+            orphans += cls != _SPLIT_WHOLE_CORE
             if not remaining:
                 break
-    return _Take(taken, splits, beside, touched)
+    return _Take(taken, splits, beside, touched, orphans)
 
 
 def _fit_rank(available: int, remaining: int) -> int:

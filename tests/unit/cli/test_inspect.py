@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_adapters.status_socket import read_status, serve_status
 from cpuset_cli import state_view
+from cpuset_cli.commands.explain import explain
 from cpuset_cli.commands.inspect import inspect
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
 
@@ -56,7 +57,9 @@ def test_decode_refuses_other_schemas_and_garbage() -> None:
 def served(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "run" / "status.sock"
     view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
-                            synchronized=True, known={}, pending=frozenset())
+                            synchronized=True, known={"id-web": "0-15"}, pending=frozenset(),
+                            history={"id-db": ["created: integer cpus=0,8 mems=default (...)",
+                                               "moved 0,8 -> 1,9: moved off CPUs 0"]})
     document = state_view.encode(view)
     ready = threading.Event()
     loop = asyncio.new_event_loop()
@@ -111,3 +114,28 @@ def test_a_stale_socket_file_is_replaced(tmp_path: Path) -> None:
             return await asyncio.get_running_loop().run_in_executor(None, read_status, path)
 
     assert asyncio.run(twice()) == b"two"
+
+
+@pytest.mark.parametrize("name", ["id-db", "ns/db/main", "db/main"])
+def test_explain_shows_classification_allocation_and_moves(served: Path, name: str) -> None:
+    result = CliRunner().invoke(explain, [name, "--status-socket", str(served)])
+    assert result.exit_code == 0, result.output
+    assert "kind:  integer" in result.output
+    assert "why:   Guaranteed pod, 2 whole CPU(s); NUMA node 0 (best fit, 8 free): 1 whole " \
+           "core(s)" in result.output
+    assert "- moved 0,8 -> 1,9: moved off CPUs 0" in result.output
+
+
+def test_explain_of_a_shared_container_explains_the_pool_and_drift(served: Path) -> None:
+    result = CliRunner().invoke(explain, ["ns/web/main", "--status-socket", str(served)])
+    assert result.exit_code == 0, result.output
+    assert "the shared pool is online (0-15) minus pinned and exclusive" in result.output
+    assert "drift:" in result.output
+
+
+@pytest.mark.parametrize(("name", "message"), [("nothing", "matches nothing"),
+                                               ("main", "matches 3 containers")])
+def test_explain_needs_exactly_one_match(served: Path, name: str, message: str) -> None:
+    result = CliRunner().invoke(explain, [name, "--status-socket", str(served)])
+    assert result.exit_code == 2
+    assert message in result.output

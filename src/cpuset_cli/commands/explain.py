@@ -1,0 +1,56 @@
+"""``nri-cpuset explain``: why a container has the CPUs it has."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
+from cpuset_cli import state_view
+
+EXIT_BAD_INPUT = 2
+
+
+@click.command()
+@click.argument("container")
+@click.option("--status-socket", default=DEFAULT_STATUS_SOCKET, show_default=True,
+              help="The daemon's status socket (`run --status-socket`).")
+def explain(container: str, status_socket: str) -> None:
+    """Explain why CONTAINER (an id, a unique id prefix, or namespace/pod/container) has its
+    CPUs: its classification with the facts that decided it, the allocation step, and every
+    move it went through.
+
+    \b
+    Example:
+      sudo nri-cpuset explain shop/db/postgres
+      sudo nri-cpuset explain 3f2a1c9e
+    """
+    try:
+        view = state_view.decode(read_status(status_socket))
+    except (OSError, ValueError) as exc:
+        click.echo(f"error: cannot read the daemon's state from {status_socket}: {exc}",
+                   err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    matches = [c for c in view.containers
+               if container in (c.id, c.subject) or c.subject.endswith(f"/{container}")
+               or (len(container) >= 4 and c.id.startswith(container))]
+    if len(matches) != 1:
+        names = ", ".join(f"{c.subject} ({c.id[:12]})" for c in matches)
+        problem = f"matches {len(matches)} containers: {names}" if matches else "matches nothing"
+        click.echo(f"error: {container!r} {problem}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    (found,) = matches
+    click.echo(f"{found.subject} ({found.id})")
+    click.echo(f"  kind:  {found.kind}")
+    click.echo(f"  cpus:  {found.cpus}")
+    click.echo(f"  mems:  {found.mems if found.mems is not None else 'default (not pinned)'}")
+    click.echo(f"  why:   {found.reason}")
+    if found.kind == "shared":
+        click.echo(f"         the shared pool is online ({view.online}) minus pinned and "
+                   f"exclusive CPUs (and isolated ones): {view.shared_pool}")
+    if found.id in view.drift:
+        click.echo("  drift: the cpuset last set for it differs from this; a live update is due")
+    click.echo("  history:")
+    for event in found.history or ["(nothing recorded since the plugin started)"]:
+        click.echo(f"    - {event}")

@@ -61,3 +61,19 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     session = NriSession(handler, name=launch.name, index=launch.index)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
                   cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket)
+
+
+def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:
+    """Return the source the operator commands' ``--sysfs-root DIR | --topology FILE`` name: the
+    topology file when given, else the sysfs tree (``/sys`` when neither is given).
+
+    Raises ``ValueError`` when both are given: they are mutually exclusive.
+    """
+    if sysfs_root is not None and topology_file is not None:
+        raise ValueError("--sysfs-root and --topology are mutually exclusive")
+    if topology_file is not None:
+        # Imported here: the daemon reads sysfs and never pays for cattrs.
+        from cpuset_adapters.topology_file import TopologyFileSource  # noqa: PLC0415
+
+        return TopologyFileSource(topology_file)
+    return sysfs_topology(sysfs_root if sysfs_root is not None else "/sys")

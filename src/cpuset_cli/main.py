@@ -188,9 +188,13 @@ def lab_demo_command() -> None:
 
 def _register_commands() -> None:
     # One module per operator command (cpuset_cli/commands/); registered here, in one place.
+    from cpuset_cli.commands.check_annotation import check_annotation  # noqa: PLC0415
     from cpuset_cli.commands.explain import explain  # noqa: PLC0415
     from cpuset_cli.commands.inspect import inspect  # noqa: PLC0415
+    from cpuset_cli.commands.topology import topology  # noqa: PLC0415
 
+    cli.add_command(topology)
+    cli.add_command(check_annotation)
     cli.add_command(inspect)
     cli.add_command(explain)
 

@@ -11,6 +11,7 @@ import pytest
 from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_adapters.machines import EPYC_LIKE, OFFLINE_ISOLATED, build_topology, write_sysfs_tree
 from cpuset_adapters.sysfs import SysfsTopologySource
+from cpuset_adapters.topology_file import TopologyFileSource, write_topology
 from cpuset_core.topology import Topology
 
 if TYPE_CHECKING:
@@ -34,8 +35,14 @@ def _static(_: Path) -> TopologySource:
     return StaticTopologySource(build_topology(EPYC_LIKE))
 
 
-@pytest.fixture(params=[_sysfs_over_fixture, _sysfs_over_real_sys, _static],
-                ids=["sysfs-fixture", "sysfs-real", "static"])
+def _file(tmp_path: Path) -> TopologySource:
+    path = tmp_path / "topology.json"
+    write_topology(build_topology(OFFLINE_ISOLATED), path)
+    return TopologyFileSource(path)
+
+
+@pytest.fixture(params=[_sysfs_over_fixture, _sysfs_over_real_sys, _static, _file],
+                ids=["sysfs-fixture", "sysfs-real", "static", "file"])
 def source(request: pytest.FixtureRequest, tmp_path: Path) -> TopologySource:
     make: Callable[[Path], TopologySource] = request.param
     return make(tmp_path)

@@ -48,7 +48,9 @@ def _render(view: state_view.StateView) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    console = Console(highlight=False, soft_wrap=True)
+    # On a terminal rich fits the width; piped (grep, less) every row stays one line.
+    console = Console(highlight=False, soft_wrap=True,
+                      width=None if sys.stdout.isatty() else 1000)
     console.print(f"runtime: {view.runtime or 'not configured'}; synchronized: "
                   f"{'yes' if view.synchronized else 'no'}; online {view.online}; "
                   f"shared pool {view.shared_pool or '(empty)'}")

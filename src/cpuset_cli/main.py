@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from cpuset_cli import bootstrap, demo, launcher, render
-from cpuset_core import AdmissionError, CpusetError, Plan, TopologyError
+from cpuset_cli import bootstrap, launcher
+from cpuset_core import TopologyError
 
 EXIT_BAD_INPUT = 2
 
@@ -25,65 +25,6 @@ def _version() -> str:
 @click.version_option(_version(), prog_name="nri-cpuset")
 def cli() -> None:
     """Pin Kubernetes containers to CPUs and NUMA memory through containerd's NRI."""
-
-
-@cli.command()
-@click.option("--demo", "run_demo", is_flag=True,
-              help="Admit the built-in demonstration pods (shared, integer, pinned, bad input).")
-@click.option("--sysfs-root", default="/sys", show_default=True,
-              type=click.Path(exists=True, file_okay=False),
-              help="Read the topology from this sysfs tree.")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
-def plan(run_demo: bool, sysfs_root: str, output: str) -> None:
-    """Dry-run the allocator: admit pods in order through the same engine the daemon uses, on
-    this machine's real topology, and show where every container would run.
-
-    \b
-    Example:
-      nri-cpuset plan --demo
-      nri-cpuset plan --demo --sysfs-root tests/fixtures/sysfs/dual-socket -o json
-    """
-    if not run_demo:
-        raise click.UsageError("nothing to plan yet: pass --demo")
-    try:
-        runtime = bootstrap.build_dry_run(bootstrap.sysfs_topology(sysfs_root))
-    except TopologyError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    topology = runtime.host.topology
-    click.echo(f"topology from {sysfs_root}: online {topology.online}, "
-               f"{len(topology.cores)} cores, NUMA nodes {list(topology.numa_nodes)}", err=True)
-    rows: list[render.Row] = []
-    for number, make_step in enumerate(demo.steps(topology, runtime), start=1):
-        rows.extend(_run_step(runtime, number, make_step()))
-    click.echo(render.table(rows) if output == "table" else render.as_json(rows))
-
-
-def _run_step(runtime: bootstrap.DryRun, number: int, step: demo.DemoStep) -> list[render.Row]:
-    if step.action == "remove":
-        result = runtime.remove_container(step.remove_id)
-        return [render.Row(number, "remove", step.remove_id, "-", "-", "-", "released"),
-                *_update_rows(number, result)]
-    assert step.pod is not None
-    assert step.container is not None
-    name = f"{step.pod.namespace}/{step.pod.name}/{step.container.name}"
-    try:
-        result = runtime.create_container(step.pod, step.container)
-    except (AdmissionError, CpusetError) as exc:
-        return [render.Row(number, "create", name, "-", "-", "-", f"REJECTED {exc.reason}: "
-                           f"{getattr(exc, 'detail', exc)}")]
-    placement = result.placement
-    assert placement is not None
-    row = render.Row(number, "create", name, placement.kind.value, placement.cpus.format(),
-                     placement.mems.format() if placement.mems is not None else "(default)",
-                     result.reason)
-    return [row, *_update_rows(number, result)]
-
-
-def _update_rows(number: int, result: Plan) -> list[render.Row]:
-    return [render.Row(number, "  live update", u.subject, u.kind.value,
-                       f"{u.previous_cpus} -> {u.cpus}", "", u.reason) for u in result.updates]
 
 
 @cli.command()
@@ -191,8 +132,12 @@ def _register_commands() -> None:
     from cpuset_cli.commands.check_annotation import check_annotation  # noqa: PLC0415
     from cpuset_cli.commands.explain import explain  # noqa: PLC0415
     from cpuset_cli.commands.inspect import inspect  # noqa: PLC0415
+    from cpuset_cli.commands.plan import plan  # noqa: PLC0415
+    from cpuset_cli.commands.simulate import simulate  # noqa: PLC0415
     from cpuset_cli.commands.topology import topology  # noqa: PLC0415
 
+    cli.add_command(plan)
+    cli.add_command(simulate)
     cli.add_command(topology)
     cli.add_command(check_annotation)
     cli.add_command(inspect)

@@ -1,0 +1,462 @@
+"""Pods as ``kubectl get pods -o json`` (or ``-o yaml``) prints them, turned into the core's facts.
+
+Accepted documents: a ``List`` (or ``PodList``) of pods, or a single ``Pod``; JSON or YAML (several
+YAML documents separated by ``---`` are read one after the other). From each pod:
+
+* ``metadata``: ``name`` (required), ``namespace`` (default ``default``), ``uid`` and
+  ``annotations`` (string values only, as the API server requires);
+* ``spec.initContainers`` and ``spec.containers``: ``name``, ``resources.requests`` and
+  ``resources.limits`` (``cpu`` and ``memory``; other resources are ignored), and for init
+  containers ``restartPolicy: Always`` (a sidecar, which keeps running);
+* ``status.qosClass`` when present; otherwise the QoS class is computed like the kubelet.
+
+What the kubelet and the API server do, reproduced here:
+
+* **Defaulting**: a container with a limit but no request for a resource gets the limit as its
+  request. A request above its limit is invalid (the API server rejects it).
+* **QoS class** (``ComputePodQOS``, over init containers and containers alike, counting only
+  ``cpu`` and ``memory`` and ignoring zero quantities): *BestEffort* when no container has any
+  request or limit; *Guaranteed* when every container has both a ``cpu`` and a ``memory`` limit
+  and the summed requests equal the summed limits for each; else *Burstable*.
+* **Quantities** (``resource.Quantity``): a decimal number with an optional suffix — ``n u m k
+  M G T P E``, ``Ki Mi Gi Ti Pi Ei`` or an exponent ``e3``/``E-2``; CPU is rounded up to whole
+  millicores, memory up to whole bytes; negative values are invalid.
+* **cgroup values** (``kuberuntime``, cgroupfs driver): ``cpu.shares = max(2, millis × 1024 /
+  1000)`` of the request (2 without one), at most 262144; with a CPU limit, ``quota = max(1000,
+  millis × 100000 / 1000)`` and ``period = 100000``; memory limit in bytes. The pod's cgroup
+  parent is ``/kubepods/pod<uid>`` (Guaranteed), ``/kubepods/burstable/pod<uid>`` or
+  ``/kubepods/besteffort/pod<uid>``, which is how the engine learns the QoS class.
+
+Bad input raises :class:`PodsInputError`, whose one-line message names the file, the pod and the
+field, e.g. ``pods.json: items[2] (pod default/web): spec.containers[0].resources.limits.cpu:
+"1x" is not a quantity``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Final
+
+from cpuset_core import ContainerFacts, PodFacts, QoS
+
+PERIOD: Final = 100_000
+"""The kubelet's default CFS period (µs)."""
+MIN_SHARES: Final = 2
+MAX_SHARES: Final = 262_144
+MIN_QUOTA: Final = 1_000
+
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+_QOS_RESOURCES: Final = (CPU, MEMORY)
+
+_QUANTITY: Final = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?[0-9]+))?")
+_SUFFIXES: Final[Mapping[str, Fraction]] = {
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 10**3),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18),
+    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+}
+_MAX_EXPONENT: Final = 30
+_MAX_QUANTITY: Final = Fraction(2**63 - 1)
+"""The kubelet holds quantities in an int64."""
+
+_QOS_CLASSES: Final = {q.value: q for q in (QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT)}
+_LIST_KINDS: Final = ("List", "PodList")
+
+
+class PodsInputError(ValueError):
+    """A pods file the planner cannot read; the message names the file, pod and field."""
+
+    def __init__(self, source: str, pod: str | None, field: str | None, problem: str) -> None:
+        self.source = source
+        self.pod = pod
+        self.field = field
+        self.problem = problem
+        super().__init__(": ".join(p for p in (source, pod, field, problem) if p))
+
+
+class QuantityError(ValueError):
+    """A value that is not a Kubernetes quantity."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """A container's CPU (millicores) and memory (bytes) requests and limits, after defaulting
+    (``None``: not set)."""
+
+    cpu_request: int | None = None
+    cpu_limit: int | None = None
+    memory_request: int | None = None
+    memory_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSpec:
+    name: str
+    init: bool
+    sidecar: bool
+    """An init container with ``restartPolicy: Always``: it keeps running."""
+    resources: Resources
+    facts: ContainerFacts
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    facts: PodFacts
+    qos: QoS
+    qos_from_status: bool
+    """Whether the class came from ``status.qosClass`` (else it was computed)."""
+    init_containers: tuple[ContainerSpec, ...]
+    containers: tuple[ContainerSpec, ...]
+    label: str
+    """How messages name the pod (``items[2] (pod default/web)``)."""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.facts.namespace}/{self.facts.name}"
+
+
+# -- quantities and the kubelet's conversions --------------------------------------------------
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Return the exact value of a Kubernetes quantity (``"500m"``, ``"1Gi"``, ``2``, ``0.5``).
+
+    Raises :class:`QuantityError` for anything else, negative values included.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise QuantityError(f"expected a quantity like \"500m\", \"2\" or \"1Gi\", got "
+                            f"{_describe(value)}")
+    text = value if isinstance(value, str) else repr(value)
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise QuantityError(f"{json.dumps(text)} is not a quantity (like \"500m\", \"2\", "
+                            f"\"1.5\" or \"1Gi\")")
+    number = Fraction(match["number"])
+    if match["suffix"]:
+        number *= _SUFFIXES[match["suffix"]]
+    elif match["exponent"]:
+        exponent = int(match["exponent"])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(f"{json.dumps(text)}: exponent {exponent} is out of range")
+        number *= Fraction(10) ** exponent
+    if number < 0:
+        raise QuantityError(f"{json.dumps(text)} is negative")
+    if number > _MAX_QUANTITY:
+        raise QuantityError(f"{json.dumps(text)} is too large")
+    return number
+
+
+def cpu_millis(quantity: Fraction) -> int:
+    """Millicores, rounded up like ``Quantity.MilliValue``."""
+    return math.ceil(quantity * 1000)
+
+
+def memory_bytes(quantity: Fraction) -> int:
+    """Bytes, rounded up like ``Quantity.Value``."""
+    return math.ceil(quantity)
+
+
+def cpu_shares(request_millis: int | None) -> int:
+    """The kubelet's ``MilliCPUToShares``."""
+    if not request_millis:
+        return MIN_SHARES
+    return min(MAX_SHARES, max(MIN_SHARES, request_millis * 1024 // 1000))
+
+
+def cpu_quota(limit_millis: int, period: int = PERIOD) -> int:
+    """The kubelet's ``milliCPUToQuota`` for a set (non-zero) limit."""
+    return max(MIN_QUOTA, limit_millis * period // 1000)
+
+
+def cgroup_parent(qos: QoS, uid: str) -> str:
+    """The pod's cgroup parent under the kubelet's cgroupfs driver."""
+    if qos is QoS.GUARANTEED:
+        return f"/kubepods/pod{uid}"
+    if qos is QoS.BURSTABLE:
+        return f"/kubepods/burstable/pod{uid}"
+    return f"/kubepods/besteffort/pod{uid}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Quantities:
+    """One container's ``cpu``/``memory`` requests and limits as exact values, defaulted."""
+
+    requests: Mapping[str, Fraction]
+    limits: Mapping[str, Fraction]
+
+
+def compute_qos(containers: Sequence[_Quantities]) -> QoS:
+    """The kubelet's ``ComputePodQOS`` over every container (init containers included)."""
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
+    guaranteed = True
+    for container in containers:
+        for name, quantity in container.requests.items():
+            if quantity > 0:
+                requests[name] = requests.get(name, Fraction(0)) + quantity
+        found: set[str] = set()
+        for name, quantity in container.limits.items():
+            if quantity > 0:
+                found.add(name)
+                limits[name] = limits.get(name, Fraction(0)) + quantity
+        if not found.issuperset(_QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return QoS.BEST_EFFORT
+    if guaranteed and any(limits.get(name) != value for name, value in requests.items()):
+        guaranteed = False
+    if guaranteed and len(requests) == len(limits):
+        return QoS.GUARANTEED
+    return QoS.BURSTABLE
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def load_pods(path: str | Path) -> tuple[PodSpec, ...]:
+    """Read a pods file (JSON or YAML); raises :class:`PodsInputError` (or ``OSError``)."""
+    import yaml  # noqa: PLC0415 - only `plan --pods` needs it
+
+    source = str(path)
+    text = Path(path).read_text(encoding="utf-8")
+    documents: list[object]
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            documents = [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            raise PodsInputError(source, None, None, f"not JSON: {exc.msg} at line "
+                                                     f"{exc.lineno} column {exc.colno}") from exc
+    else:
+        try:
+            documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise PodsInputError(source, None, None,
+                                 f"not YAML: {problem}{where}") from exc
+    if not documents:
+        raise PodsInputError(source, None, None, "is empty: expected a List of pods or a Pod")
+    pods: list[PodSpec] = []
+    for n, document in enumerate(documents):
+        where = f"{source} (document {n + 1})" if len(documents) > 1 else source
+        pods.extend(parse_pods(document, source=where))
+    _check_unique(pods, source)
+    return tuple(pods)
+
+
+def parse_pods(document: object, *, source: str = "<pods>") -> tuple[PodSpec, ...]:
+    """Return the pods of one decoded document (a ``List``/``PodList`` or a ``Pod``)."""
+    if not isinstance(document, dict):
+        raise PodsInputError(source, None, None, f"expected a List of pods or a Pod (an "
+                                                 f"object), got {_describe(document)}")
+    kind = document.get("kind")
+    if kind in _LIST_KINDS:
+        items = document.get("items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise PodsInputError(source, None, "items",
+                                 f"expected a list of pods, got {_describe(items)}")
+        pods = tuple(_pod(item, source, f"items[{n}]") for n, item in enumerate(items))
+    elif kind == "Pod":
+        pods = (_pod(document, source, None),)
+    elif kind is None:
+        raise PodsInputError(source, None, "kind", "missing: expected \"List\" (what `kubectl "
+                                                   "get pods -o json` prints) or \"Pod\"")
+    else:
+        raise PodsInputError(source, None, "kind", f"{_describe(kind)} is not a pod shape "
+                                                   f"(expected \"List\", \"PodList\" or \"Pod\")")
+    _check_unique(pods, source)
+    return pods
+
+
+def _check_unique(pods: Sequence[PodSpec], source: str) -> None:
+    seen: dict[str, str] = {}
+    for pod in pods:
+        if pod.ref in seen:
+            raise PodsInputError(source, pod.label, "metadata.name",
+                                 f"pod {pod.ref} appears twice (also {seen[pod.ref]})")
+        seen[pod.ref] = pod.label
+
+
+class _Fields:
+    """Typed access to one pod's fields, raising errors that name the pod and the field."""
+
+    def __init__(self, source: str, label: str) -> None:
+        self.source = source
+        self.label = label
+
+    def fail(self, field: str, problem: str) -> PodsInputError:
+        return PodsInputError(self.source, self.label, field, problem)
+
+    def mapping(self, value: object, field: str) -> Mapping[str, object]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(field, f"expected an object, got {_describe(value)}")
+        return value
+
+    def sequence(self, value: object, field: str) -> Sequence[object]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(field, f"expected a list, got {_describe(value)}")
+        return value
+
+    def string(self, value: object, field: str, *, required: bool = False) -> str | None:
+        if value is None:
+            if required:
+                raise self.fail(field, "missing")
+            return None
+        if not isinstance(value, str):
+            raise self.fail(field, f"expected a string, got {_describe(value)}")
+        if required and not value:
+            raise self.fail(field, "is empty")
+        return value
+
+
+def _pod(raw: object, source: str, item: str | None) -> PodSpec:
+    where = _Fields(source, item or "")
+    if not isinstance(raw, dict):
+        raise where.fail("", f"expected a Pod (an object), got {_describe(raw)}")
+    kind = raw.get("kind")
+    if kind is not None and kind != "Pod":
+        raise where.fail("kind", f"{_describe(kind)} is not a Pod")
+    metadata = where.mapping(raw.get("metadata"), "metadata")
+    name = where.string(metadata.get("name"), "metadata.name", required=True)
+    namespace = where.string(metadata.get("namespace"), "metadata.namespace") or "default"
+    assert name is not None  # required
+    label = f"pod {namespace}/{name}" if item is None else f"{item} (pod {namespace}/{name})"
+    fields = _Fields(source, label)
+    uid = fields.string(metadata.get("uid"), "metadata.uid") or f"{namespace}_{name}"
+    annotations = {}
+    for key, value in fields.mapping(metadata.get("annotations"), "metadata.annotations").items():
+        if not isinstance(value, str):
+            raise fields.fail(f"metadata.annotations[{json.dumps(key)}]",
+                              f"expected a string, got {_describe(value)} (quote it in YAML)")
+        annotations[key] = value
+    spec = fields.mapping(raw.get("spec"), "spec")
+    if "containers" not in spec:
+        raise fields.fail("spec.containers", "missing")
+    sandbox_id = uid
+    raw_init = fields.sequence(spec.get("initContainers"), "spec.initContainers")
+    raw_app = fields.sequence(spec.get("containers"), "spec.containers")
+    if not raw_app:
+        raise fields.fail("spec.containers", "is empty: a pod has at least one container")
+    init = [_container(fields, c, f"spec.initContainers[{n}]", init=True)
+            for n, c in enumerate(raw_init)]
+    app = [_container(fields, c, f"spec.containers[{n}]", init=False)
+           for n, c in enumerate(raw_app)]
+    names: dict[str, str] = {}
+    for parsed in (*init, *app):
+        if parsed.name in names:
+            raise fields.fail(f"{parsed.field}.name", f"container name {parsed.name!r} is "
+                                                      f"already used by {names[parsed.name]}")
+        names[parsed.name] = parsed.field
+    status = fields.mapping(raw.get("status"), "status")
+    qos_class = fields.string(status.get("qosClass"), "status.qosClass")
+    if qos_class is not None:
+        if qos_class not in _QOS_CLASSES:
+            raise fields.fail("status.qosClass", f"{json.dumps(qos_class)} is not one of "
+                                                 f"{', '.join(_QOS_CLASSES)}")
+        qos = _QOS_CLASSES[qos_class]
+    else:
+        qos = compute_qos([p.quantities for p in (*init, *app)])
+    pod = PodFacts(sandbox_id=sandbox_id, namespace=namespace, name=name, uid=uid,
+                   annotations=annotations, cgroup_parent=cgroup_parent(qos, uid))
+    return PodSpec(facts=pod, qos=qos, qos_from_status=qos_class is not None,
+                   init_containers=tuple(p.spec(pod) for p in init),
+                   containers=tuple(p.spec(pod) for p in app), label=label)
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    name: str
+    field: str
+    init: bool
+    sidecar: bool
+    quantities: _Quantities
+
+    def resources(self) -> Resources:
+        req, lim = self.quantities.requests, self.quantities.limits
+
+        def get(values: Mapping[str, Fraction], name: str,
+                convert: Callable[[Fraction], int]) -> int | None:
+            return convert(values[name]) if name in values else None
+
+        return Resources(cpu_request=get(req, CPU, cpu_millis),
+                         cpu_limit=get(lim, CPU, cpu_millis),
+                         memory_request=get(req, MEMORY, memory_bytes),
+                         memory_limit=get(lim, MEMORY, memory_bytes))
+
+    def spec(self, pod: PodFacts) -> ContainerSpec:
+        resources = self.resources()
+        limit = resources.cpu_limit or None  # a zero limit is no limit
+        facts = ContainerFacts(
+            id=f"{pod.namespace}/{pod.name}/{self.name}", sandbox_id=pod.sandbox_id,
+            name=self.name, cpu_shares=cpu_shares(resources.cpu_request),
+            cpu_quota=cpu_quota(limit) if limit else None,
+            cpu_period=PERIOD if limit else None,
+            memory_limit=resources.memory_limit or None)
+        return ContainerSpec(name=self.name, init=self.init, sidecar=self.sidecar,
+                             resources=resources, facts=facts)
+
+
+def _container(fields: _Fields, raw: object, field: str, *, init: bool) -> _Parsed:
+    if not isinstance(raw, dict):
+        raise fields.fail(field, f"expected a container (an object), got {_describe(raw)}")
+    name = fields.string(raw.get("name"), f"{field}.name", required=True)
+    assert name is not None  # required
+    resources = fields.mapping(raw.get("resources"), f"{field}.resources")
+    values: dict[str, dict[str, Fraction]] = {}
+    for part in ("requests", "limits"):
+        given = fields.mapping(resources.get(part), f"{field}.resources.{part}")
+        values[part] = {}
+        for resource in _QOS_RESOURCES:
+            if resource in given:
+                try:
+                    values[part][resource] = parse_quantity(given[resource])
+                except QuantityError as exc:
+                    raise fields.fail(f"{field}.resources.{part}.{resource}", str(exc)) from exc
+    requests, limits = values["requests"], values["limits"]
+    for resource, limit in limits.items():
+        request = requests.setdefault(resource, limit)  # the API server's defaulting
+        if request > limit:
+            raise fields.fail(f"{field}.resources.requests.{resource}",
+                              f"request {_number(request)} is above the limit "
+                              f"{_number(limit)}")
+    policy = fields.string(raw.get("restartPolicy"), f"{field}.restartPolicy")
+    return _Parsed(name=name, field=field, init=init, sidecar=init and policy == "Always",
+                   quantities=_Quantities(requests, limits))
+
+
+def _number(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value) if isinstance(value, (str, int, float, bool)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def containers_in_order(pod: PodSpec) -> Iterator[ContainerSpec]:
+    """Every container of the pod in the order the kubelet starts them."""
+    yield from pod.init_containers
+    yield from pod.containers

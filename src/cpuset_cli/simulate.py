@@ -1,0 +1,289 @@
+"""Replaying an allocation trace through the real engine (``nri-cpuset simulate``).
+
+The trace format (issue 4)::
+
+    {"events": [{"op": "add", "id": 7, "request": 4},
+                {"op": "add", "id": 8, "request": 2, "pinned": "0-1"},
+                {"op": "del", "id": 7}]}
+
+* ``add`` without ``pinned`` is an integer container asking for ``request`` exclusive CPUs:
+  a Guaranteed pod whose CPU limit is ``request`` × the CFS period;
+* ``add`` with ``pinned`` (a Linux CPU list) is an annotated pod pinned to those CPUs;
+  ``request`` is optional for it and informational only;
+* ``del`` removes a container.
+
+A trace is validated as a whole before anything runs, independently of admission outcomes (so
+the same trace can be replayed against any policy): an ``add`` may not reuse an id that is still
+added, a ``del`` must name one that is. A ``del`` of a container whose ``add`` was rejected is
+then a no-op. Decision time is measured here, in the CLI layer, around ``plan_create`` +
+``commit``; the clock is a parameter so tests are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cpuset_adapters.fake_topology import StaticTopologySource
+from cpuset_cli import bootstrap
+from cpuset_cli.metrics import (
+    Metrics,
+    QualityRecorder,
+    SplitCoreTracker,
+    owner_changes,
+)
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    CpuListSyntaxError,
+    CPUSet,
+    PodFacts,
+    Settings,
+    Topology,
+)
+from cpuset_core.policy.shared import exclusive_free
+
+PERIOD = 100_000
+"""The kubelet's default CFS period (µs)."""
+
+_ADD_KEYS = frozenset({"op", "id", "request", "pinned"})
+_DEL_KEYS = frozenset({"op", "id"})
+
+
+class TraceError(ValueError):
+    """A trace that cannot be replayed; the message names the file and the event index."""
+
+    def __init__(self, source: str, index: int | None, problem: str) -> None:
+        self.source = source
+        self.index = index
+        self.problem = problem
+        where = f"{source}: event {index}" if index is not None else source
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class AddEvent:
+    index: int
+    id: int
+    request: int | None
+    """CPUs asked for; ``None`` only for a pinned add that did not say."""
+    pinned: CPUSet | None = None
+
+    @property
+    def integer(self) -> bool:
+        return self.pinned is None
+
+
+@dataclass(frozen=True, slots=True)
+class DelEvent:
+    index: int
+    id: int
+
+
+Event = AddEvent | DelEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An admitted ``add``: its id and the CPUs it got."""
+
+    id: int
+    cpus: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A rejected ``add``: its id and the typed reason (``detail`` is the human message)."""
+
+    id: int
+    error: str
+    detail: str = ""
+
+
+Result = Placed | Rejected
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """One result per ``add`` event, in event order, and the summary metrics."""
+
+    results: tuple[Result, ...]
+    metrics: Metrics
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def read_trace(path: str | Path) -> tuple[Event, ...]:
+    """Read and validate a trace file; raises :class:`TraceError` (or ``OSError``)."""
+    source = str(path)
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(source, None, f"not JSON: {exc.msg} at line {exc.lineno} "
+                                       f"column {exc.colno}") from exc
+    return parse_trace(document, source=source)
+
+
+def parse_trace(document: object, *, source: str = "<trace>") -> tuple[Event, ...]:
+    """Validate a decoded trace document and return its events."""
+    if not isinstance(document, dict):
+        raise TraceError(source, None, f"the top level must be an object with \"events\", "
+                                       f"not {_kind(document)}")
+    extra = sorted(set(document) - {"events"})
+    if extra:
+        raise TraceError(source, None, f"unknown top-level key(s) {', '.join(map(repr, extra))} "
+                                       f"(only \"events\" is allowed)")
+    if "events" not in document:
+        raise TraceError(source, None, "missing \"events\"")
+    raw_events = document["events"]
+    if not isinstance(raw_events, list):
+        raise TraceError(source, None, f"\"events\" must be a list, not {_kind(raw_events)}")
+    events: list[Event] = []
+    live: set[int] = set()
+    for index, raw in enumerate(raw_events):
+        event = _event(raw, index, source)
+        if isinstance(event, AddEvent):
+            if event.id in live:
+                raise TraceError(source, index, f"duplicate id {event.id}: it was added and "
+                                                f"not deleted yet")
+            live.add(event.id)
+        else:
+            if event.id not in live:
+                raise TraceError(source, index, f"del of unknown id {event.id} (never added, "
+                                                f"or already deleted)")
+            live.discard(event.id)
+        events.append(event)
+    return tuple(events)
+
+
+def _event(raw: object, index: int, source: str) -> Event:
+    def fail(problem: str) -> TraceError:
+        return TraceError(source, index, problem)
+
+    if not isinstance(raw, dict):
+        raise fail(f"an event must be an object, not {_kind(raw)}")
+    if "op" not in raw:
+        raise fail("missing \"op\" (\"add\" or \"del\")")
+    op = raw["op"]
+    if op not in ("add", "del"):
+        raise fail(f"unknown op {op!r} (expected \"add\" or \"del\")")
+    allowed = _ADD_KEYS if op == "add" else _DEL_KEYS
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise fail(f"unknown key(s) {', '.join(map(repr, extra))} for op {op!r} "
+                   f"(allowed: {', '.join(sorted(allowed))})")
+    ident = _natural(raw, "id", fail, minimum=0)
+    if op == "del":
+        return DelEvent(index, ident)
+    pinned: CPUSet | None = None
+    if "pinned" in raw:
+        text = raw["pinned"]
+        if not isinstance(text, str):
+            raise fail(f"\"pinned\" must be a CPU list string like \"0-1,8\", not {_kind(text)}")
+        try:
+            pinned = CPUSet.parse(text)
+        except CpuListSyntaxError as exc:
+            raise fail(f"bad \"pinned\" list {text!r}: {exc.problem} at position "
+                       f"{exc.position}") from exc
+    if "request" not in raw:
+        if pinned is None:
+            raise fail("missing \"request\" (the number of exclusive CPUs)")
+        return AddEvent(index, ident, None, pinned)
+    return AddEvent(index, ident, _natural(raw, "request", fail, minimum=1), pinned)
+
+
+def _natural(raw: Mapping[str, object], key: str, fail: Callable[[str], TraceError], *,
+             minimum: int) -> int:
+    if key not in raw:
+        raise fail(f"missing \"{key}\"")
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(f"\"{key}\" must be an integer, not {_kind(value)}")
+    if value < minimum:
+        raise fail(f"\"{key}\" must be at least {minimum}, got {value}")
+    return value
+
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+               int: "an integer", float: "a number"}
+
+
+def _kind(value: object) -> str:
+    """Describe a JSON value for an error message: its type, and the value when it is short."""
+    if value is None:
+        return "null"
+    name = _TYPE_NAMES.get(type(value), type(value).__name__)
+    if isinstance(value, (dict, list)):
+        return name
+    shown = json.dumps(value)
+    return f"{name} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+
+
+# -- replaying ---------------------------------------------------------------------------------
+
+
+def _facts(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerFacts]:
+    name = f"c{event.id}"
+    container_id = str(event.id)
+    if event.pinned is not None:
+        pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
+                       uid=container_id,
+                       annotations={settings.pin_annotation: event.pinned.format()},
+                       cgroup_parent=f"/kubepods/burstable/pod{event.id}")
+        return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main")
+    assert event.request is not None  # integer adds always have one (see _event)
+    pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
+                   uid=container_id, cgroup_parent=f"/kubepods/pod{event.id}")
+    return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
+                               cpu_shares=event.request * 1024,
+                               cpu_quota=event.request * PERIOD, cpu_period=PERIOD)
+
+
+def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | None = None,
+           clock: Callable[[], int] = time.perf_counter_ns,
+           on_event: Callable[[int], None] | None = None) -> Simulation:
+    """Replay ``events`` through a fresh engine on ``topology`` and return the results.
+
+    ``clock`` returns nanoseconds; ``on_event`` is called with the number of events done after
+    each one (for a progress display).
+    """
+    engine = bootstrap.build_engine(StaticTopologySource(topology), settings)
+    recorder = QualityRecorder(topology)
+    tracker = SplitCoreTracker(topology)
+    results: list[Result] = []
+    for done, event in enumerate(events, start=1):
+        before = engine.ledger
+        if isinstance(event, AddEvent):
+            pod, facts = _facts(event, engine.settings)
+            free = (exclusive_free(topology, before.reserved, engine.settings)
+                    if event.integer else None)
+            start = clock()
+            try:
+                plan = engine.plan_create(pod, facts)
+                engine.commit(plan)
+            except AdmissionError as exc:
+                recorder.decision(clock() - start)
+                results.append(Rejected(event.id, exc.reason, exc.detail))
+                cpus = None
+            else:
+                recorder.decision(clock() - start)
+                assert plan.placement is not None  # a create plan always places its container
+                cpus = plan.placement.cpus
+                results.append(Placed(event.id, cpus.format()))
+                tracker.assign(owner_changes(before, engine.ledger,
+                                             (m.previous_cpus | m.cpus for m in plan.moves)))
+            if free is not None:
+                assert event.request is not None  # integer adds always have one
+                recorder.request(event.request, free, cpus)
+        else:
+            engine.commit(engine.plan_release(str(event.id)))
+            tracker.assign(owner_changes(before, engine.ledger))
+        recorder.state(tracker.count)
+        if on_event is not None:
+            on_event(done)
+    return Simulation(tuple(results), recorder.summary())

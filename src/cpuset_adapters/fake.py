@@ -136,6 +136,20 @@ class FakeRuntime:
         self.host.containers[facts.id] = FakeContainer(facts, placement.cpus, placement.mems)
         return plan
 
+    def resize_container(self, pod: PodFacts, facts: ContainerFacts) -> Plan:
+        """An in-place resize (CRI UpdateContainerResources): the other containers' updates
+        as one all-or-nothing transaction, then the container itself; any error leaves
+        everything as it was."""
+        plan = self.engine.plan_resize(pod, facts)
+        apply_transaction(self.host, plan.updates, f"{pod.namespace}/{pod.name}/{facts.name}")
+        self.engine.commit(plan)
+        placement = plan.placement
+        assert placement is not None  # a resize plan always places its container
+        live = self.host.containers[facts.id]
+        live.facts = facts
+        live.cpus, live.mems = placement.cpus, placement.mems
+        return plan
+
     def remove_container(self, container_id: str) -> Plan:
         plan = self.engine.plan_release(container_id)
         self.engine.commit(plan)

@@ -104,6 +104,26 @@ class CpusetEngine:
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.SHARED, cpus=pool), decision.reason)
 
+    def plan_resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
+        """Decide a running container's placement after an in-place resize (the runtime's
+        UpdateContainer, i.e. CRI UpdateContainerResources with the new limits).
+
+        An integer container that shrinks keeps the best-shaped subset of its CPUs; one that
+        grows keeps its CPUs and gets more next to them; a container that changes class
+        (integer ↔ shared) is placed afresh; a pinned container keeps its pin. The plan's
+        placement is the container's new cpuset. Raises an :class:`AdmissionError` subclass
+        (and changes nothing) when the new size cannot be satisfied.
+        """
+        current = self._ledger.get(container.id)
+        decision = classify(pod, container, self._settings)
+        if current is None or current.kind is not decision.kind:
+            return self.plan_create(pod, container)  # unknown, or a change of class
+        if current.kind is Kind.ANNOTATED:
+            return self._unchanged(container.id, "pinned containers keep their pin")
+        if decision.kind is Kind.SHARED or decision.request == current.request:
+            return self._unchanged(container.id, f"{decision.reason}; size unchanged")
+        return self._plan_integer_resize(pod, container, decision, current.cpus)
+
     def plan_release(self, container_id: str) -> Plan:
         """Release a stopped or removed container's CPUs; unknown ids give an empty plan, so a
         stop followed by a remove releases exactly once."""
@@ -168,6 +188,36 @@ class CpusetEngine:
                       reason=reason)
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
+
+    def _plan_integer_resize(self, pod: PodFacts, container: ContainerFacts,
+                             decision: Classification, current: CPUSet) -> Plan:
+        subject = subject_of(pod, container)
+        working = self._ledger.without(container.id)
+        wanted = decision.request
+        if wanted < len(current):
+            # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
+            choice = self._allocator.choose(current, wanted, exclusive=working.exclusive)
+            cpus, how = choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"
+        else:
+            free = exclusive_free(self._topology, working.reserved, self._settings) - current
+            extra = wanted - len(current)
+            if extra > len(free):
+                raise InsufficientCpusError(subject, wanted, len(free) + len(current))
+            choice = self._allocator.choose(free, extra, exclusive=working.exclusive,
+                                            prefer_numa=self._topology.numa_nodes_of(current))
+            cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
+                                               f"{choice.describe()}"
+        reason = f"{decision.reason}; {how}"
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.INTEGER, cpus=cpus, request=wanted, reason=reason)
+        return self._finish(working.with_entry(entry), container.id,
+                            Placement(kind=Kind.INTEGER, cpus=cpus), reason)
+
+    def _unchanged(self, container_id: str, reason: str) -> Plan:
+        base = self._ledger
+        return Plan(base=base, result=base, shared_pool=self.shared_pool(),
+                    container_id=container_id, placement=self.placement(container_id),
+                    reason=reason)
 
     def _finish(self, result: Ledger, container_id: str | None,
                 placement: Placement | None, reason: str, *,

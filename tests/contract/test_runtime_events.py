@@ -66,3 +66,16 @@ def test_release_twice_releases_once(events: RuntimeEvents) -> None:
     again = events.plan_release("c1")
     assert again.updates == ()
     assert again.result is again.base
+
+
+def test_a_resize_plan_places_the_container_and_changes_nothing_until_commit(
+        events: RuntimeEvents) -> None:
+    events.commit(events.plan_create(POD, INTEGER))
+    bigger = ContainerFacts(id="c1", sandbox_id="s1", name="main", cpu_quota=400_000,
+                            cpu_period=100_000)
+    first = events.plan_resize(POD, bigger)
+    second = events.plan_resize(POD, bigger)
+    assert first.placement is not None
+    assert len(first.placement.cpus) == 4
+    assert first.placement == second.placement
+    assert first.base is second.base

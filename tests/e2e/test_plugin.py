@@ -303,6 +303,32 @@ def test_inspect_shows_the_live_state_of_the_running_plugin(
         assert f"pinned (refcount): {last}×2" in table.stdout
 
 
+@needs_two_cpus
+def test_in_place_resize_grows_shrinks_and_changes_class_live(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    """CRI UpdateContainerResources, as a kubelet in-place resize sends it: the plugin answers
+    with the container's new cpuset, which containerd applies instead of the kubelet's."""
+    with pod(cri, "db", QosClass.GUARANTEED) as db:
+        pg = integer(cri, lab, db, 1, "postgres")
+        pid = cri.container_status(pg).pid
+        cri.update_resources(pg, guaranteed(2, "64Mi"))
+        assert cpus(cri, pg) == ONLINE  # grown, keeping its CPU
+        cri.update_resources(pg, guaranteed(1, "64Mi"))
+        assert cpus(cri, pg) <= ONLINE
+        assert len(cpus(cri, pg)) == 1
+        with pod(cri, "io", QosClass.BURSTABLE, pins=str(ONLINE.last())) as io:
+            shared(cri, lab, io, "io")
+            with pytest.raises(CriError) as caught:  # no room to grow past the pin
+                cri.update_resources(pg, guaranteed(2, "64Mi"))
+            assert "needs 2 exclusive CPU(s)" in caught.value.details
+            assert len(cpus(cri, pg)) == 1
+        fractional = container_resources(cpu_request="1500m", cpu_limit="1500m",
+                                         memory_limit="64Mi")
+        cri.update_resources(pg, fractional)
+        assert cpus(cri, pg) == ONLINE  # now shared: the whole (free) pool
+        assert cri.container_status(pg).pid == pid
+
+
 def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:
     running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
     running.start()

@@ -152,15 +152,33 @@ class CpusetNriHandler:
                   len(changes))
         return translate.adjustment(placement), translate.updates(changes)
 
-    def on_update_container(self, pod: pb.PodSandbox,  # noqa: ARG002 - the port's signature
-                            container: pb.Container,
-                            resources: pb.LinuxResources,  # noqa: ARG002 - resize: issue 7
-                            ) -> Sequence[pb.ContainerUpdate]:
-        placement = self._engine.placement(container.id)
+    def on_update_container(self, pod: pb.PodSandbox, container: pb.Container,
+                            resources: pb.LinuxResources) -> Sequence[pb.ContainerUpdate]:
+        """An in-place resize: re-decide the container's cpuset from its new limits. The
+        container's own update goes last (the runtime applies the others first, then this one
+        in place of the kubelet's values, which would otherwise replace our cpuset, §6.2)."""
+        facts = translate.resized(translate.container_facts(container), resources)
+        try:
+            plan = self._engine.plan_resize(translate.pod_facts(pod), facts)
+        except AdmissionError as error:
+            _log.warning("reject resize of %s id=%s reason=%s: %s", error.subject,
+                         short_id(container.id), error.reason, error.detail)
+            raise HandlerError(f"nri-cpuset: {error}") from error
+        self._engine.commit(plan)
+        placement = plan.placement
         if placement is None:
             return []
-        # The kubelet's request would otherwise replace our cpuset (fact sheet §6.2).
-        return [translate.container_update(container.id, placement.cpus, placement.mems)]
+        changes = translate.response_order(plan)
+        self._record(changes)
+        self._pusher.record_applied(container.id, placement.cpus, placement.mems)
+        if plan.changes_ledger:
+            self._remember(container.id, f"resized: {placement.kind.value} cpus="
+                                         f"{placement.cpus} ({plan.reason})")
+            _log.info("resize %s/%s/%s id=%s kind=%s cpus=%s reason=%s; %d live update(s)",
+                      pod.namespace, pod.name, container.name, short_id(container.id),
+                      placement.kind.value, placement.cpus, plan.reason, len(changes))
+        return [*translate.updates(changes),
+                translate.container_update(container.id, placement.cpus, placement.mems)]
 
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:

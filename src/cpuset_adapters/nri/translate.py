@@ -27,6 +27,24 @@ def container_facts(container: pb.Container) -> ContainerFacts:
         cpus=cpu.cpus, mems=cpu.mems)
 
 
+def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:
+    """The container's facts with the limits of an UpdateContainer request. The runtime sends
+    the CPU and memory wrappers even when they hold 0 and only applies non-zero values (fact
+    sheet §6.2), so a 0 keeps the current value."""
+    cpu, memory = resources.cpu, resources.memory
+
+    def pick(new: int, old: int | None) -> int | None:
+        return new if new else old
+
+    return ContainerFacts(
+        id=facts.id, sandbox_id=facts.sandbox_id, name=facts.name,
+        cpu_shares=pick(cpu.shares.value, facts.cpu_shares),
+        cpu_quota=pick(cpu.quota.value, facts.cpu_quota),
+        cpu_period=pick(cpu.period.value, facts.cpu_period),
+        memory_limit=pick(memory.limit.value, facts.memory_limit),
+        cpus=facts.cpus, mems=facts.mems)
+
+
 def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:
     # An empty string means "leave as is" to the runtime: mems stay untouched unless we pin them.
     return pb.LinuxCPU(cpus=cpus.format(), mems="" if mems is None else mems.format())

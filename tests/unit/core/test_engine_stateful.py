@@ -152,6 +152,34 @@ class EngineLifecycle(RuleBasedStateMachine):
         # A stop followed by a remove: the second release must be a no-op.
         assert self.runtime.remove_container(container).updates == ()
 
+    @rule(container=containers, cpus=st.sampled_from([None, 0.5, 1, 2, 3, 5]))
+    def resize(self, container: str, cpus: float | None) -> None:
+        live = self.host.containers.get(container)
+        if live is None or container in self.unmanaged:
+            return
+        pod = self.host.pods[live.facts.sandbox_id]
+        quota = None if cpus is None else int(cpus * PERIOD)
+        facts = ContainerFacts(id=container, sandbox_id=pod.sandbox_id, name=live.facts.name,
+                               cpu_quota=quota, cpu_period=None if quota is None else PERIOD)
+        ledger_before, live_before = self.engine.ledger, self._snapshot()
+        before = self.engine.placement(container)
+        try:
+            plan = self.runtime.resize_container(pod, facts)
+        except (AdmissionError, UpdateTransactionError):
+            assert self.engine.ledger is ledger_before, "a failed resize changed the ledger"
+            self._assert_untouched(live_before)
+            return
+        placement = plan.placement
+        assert placement is not None
+        if placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER:
+            wanted = int(cpus or 0)
+            # Kept where possible: a shrink is a subset, a growth a superset.
+            assert placement.cpus <= before.cpus or placement.cpus >= before.cpus
+            assert len(placement.cpus) == wanted
+        if placement.kind is Kind.ANNOTATED:
+            assert before is not None
+            assert placement.cpus == before.cpus  # pins never move
+
     @rule()
     def remove_unknown_container_is_a_no_op(self) -> None:
         ledger = self.engine.ledger

@@ -117,7 +117,64 @@ def test_update_container_reasserts_the_cpuset_the_kubelet_would_replace() -> No
     handler.on_create_container(db, ctr)
     updates = handler.on_update_container(db, ctr, pb.LinuxResources())
     assert cpus_of(updates) == {ctr.id: "0,8"}
-    assert handler.on_update_container(db, container("unknown", db), pb.LinuxResources()) == []
+    # A container the plugin never saw (created while it was down) is adopted and placed.
+    adopted = handler.on_update_container(db, container("unknown", db), pb.LinuxResources())
+    assert cpus_of(adopted) == {"id-unknown-0123456789": "1-7,9-15"}
+
+
+def resources(cpus: float) -> pb.LinuxResources:
+    r = pb.LinuxResources()
+    r.cpu.quota.value = int(cpus * 100_000)
+    r.cpu.period.value = 100_000
+    r.cpu.shares.value = int(cpus * 1024)
+    return r
+
+
+def test_resize_grows_an_integer_container_next_to_its_cpus_and_shrinks_the_pool() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    updates = handler.on_update_container(db, pg, resources(4))
+    assert [u.container_id for u in updates][-1] == pg.id  # its own update goes last
+    grown = CPUSet.parse(updates[-1].linux.resources.cpu.cpus)
+    assert grown >= CPUSet.parse("0,8")
+    assert len(grown) == 4
+    assert grown <= TOPOLOGY.cpus_of_numa(0)
+    assert cpus_of(updates)["id-app-0123456789"] == (TOPOLOGY.online - grown).format()
+
+
+def test_resize_that_cannot_fit_is_rejected_and_changes_nothing() -> None:
+    handler, engine, _ = make()
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    ledger = engine.ledger
+    with pytest.raises(HandlerError, match="needs 32 exclusive CPU"):
+        handler.on_update_container(db, pg, resources(32))
+    assert engine.ledger is ledger
+
+
+def test_resize_to_a_fraction_moves_the_container_to_the_shared_pool() -> None:
+    handler, engine, _ = make()
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    updates = handler.on_update_container(db, pg, resources(1.5))
+    assert cpus_of(updates) == {pg.id: "0-15"}
+    assert engine.ledger.exclusive == CPUSet()
+
+
+def test_zero_limits_in_an_update_keep_the_current_values() -> None:
+    handler, engine, _ = make()
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    updates = handler.on_update_container(db, pg, resources(0))
+    assert cpus_of(updates) == {pg.id: "0,8"}
+    assert engine.ledger.exclusive == CPUSet.parse("0,8")
 
 
 def test_stop_releases_at_once_and_remove_after_stop_changes_nothing() -> None:

@@ -329,6 +329,25 @@ def test_in_place_resize_grows_shrinks_and_changes_class_live(
         assert cri.container_status(pg).pid == pid
 
 
+@needs_two_cpus
+def test_cpus_return_at_stop_and_the_later_remove_releases_nothing_twice(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    with pod(cri, "web", QosClass.BURSTABLE) as web:
+        app = shared(cri, lab, web)
+        with pod(cri, "db", QosClass.GUARANTEED) as db:
+            pg = integer(cri, lab, db, 1, "postgres")
+            mine = cpus(cri, pg)
+            assert cpus(cri, app) == ONLINE - mine
+            cri.stop(pg)
+            # Released at StopContainer: the pool grows before any removal.
+            assert cpus(cri, app) == ONLINE
+            releases = plugin.text().count(f"id={pg[:12]} on ")
+            cri.remove(pg)
+            time.sleep(0.2)
+            assert plugin.text().count(f"id={pg[:12]} on ") == releases == 1
+            assert cpus(cri, app) == ONLINE
+
+
 def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:
     running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
     running.start()

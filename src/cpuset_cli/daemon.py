@@ -102,7 +102,16 @@ class Daemon:
             self.handler.engine,
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.handler.synchronized, known=self.pusher.known(),
-            pending=self.pusher.pending(), history=self.handler.history()))
+            pending=self.pusher.pending(), history=self.handler.history(),
+            stats=self._stats()))
+
+    def _stats(self) -> dict[str, int]:
+        per_container = self.handler.updates_on_responses + self.pusher.sent_per_container
+        return {"update_containers_calls": self.pusher.batches_sent,
+                "updates_sent_in_background": self.pusher.updates_sent,
+                "updates_on_responses": sum(self.handler.updates_on_responses.values()),
+                "max_updates_per_container": max(per_container.values(), default=0),
+                "update_failures": self.pusher.failures}
 
     async def run_until_signalled(self) -> None:
         """Run, and stop cleanly on SIGTERM or SIGINT."""

@@ -46,11 +46,15 @@ class StateView:
     drift: list[str] = field(default_factory=list)
     """Containers whose last known cpuset differs from the ledger."""
     pending_updates: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
+    ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``."""
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
           known: dict[str, str], pending: frozenset[str],
-          history: dict[str, list[str]] | None = None) -> StateView:
+          history: dict[str, list[str]] | None = None,
+          stats: dict[str, int] | None = None) -> StateView:
     """Return the view; ``known`` maps container ids to the cpuset the plugin last set or
     learned for them, ``history`` to what happened to them."""
     ledger = engine.ledger
@@ -72,7 +76,7 @@ def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
         online=engine.topology.online.format(), shared_pool=pool.format(), containers=containers,
         pinned={str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         exclusive={str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
-        drift=drift, pending_updates=sorted(pending))
+        drift=drift, pending_updates=sorted(pending), stats=dict(stats or {}))
 
 
 _converter = cattrs.Converter()

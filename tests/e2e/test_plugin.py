@@ -348,6 +348,54 @@ def test_cpus_return_at_stop_and_the_later_remove_releases_nothing_twice(
             assert cpus(cri, app) == ONLINE
 
 
+@needs_two_cpus
+def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates(
+        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+    """100 shared containers created by 8 concurrent clients, a pin admitted and removed in
+    the middle, then half of them stopped and removed concurrently: every survivor ends on
+    the whole machine again, each container was updated a bounded number of times, and no
+    update named a container that was gone."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    last = ONLINE.last()
+    pods = [cri.run_pod(f"burst-{n}", "burst", str(uuid.uuid4()),
+                        cgroup_parent=cgroup_parent(QosClass.BURSTABLE, str(uuid.uuid4())))
+            for n in range(20)]
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda n: shared(cri, lab, pods[n % 20], f"c{n}"), range(100)))
+    with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+        shared(cri, lab, io, "io")
+        assert all(cpus(cri, cid) == ONLINE - CPUSet([last]) for cid in ids)
+        gone, kept = ids[:50], ids[50:]
+
+        def stop_and_remove(cid: str) -> None:
+            cri.stop(cid)
+            cri.remove(cid)
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(stop_and_remove, gone))
+    wait_until(lambda: all(cpus(cri, cid) == ONLINE for cid in kept),
+               "every survivor back on the whole machine")
+    state = json.loads(subprocess.run(
+        [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket", str(plugin.status),
+         "-o", "json"], capture_output=True, check=True,
+        env={**os.environ, "PYTHONPATH": SRC}).stdout)
+    stats = state["stats"]
+    print(f"burst: {stats}")
+    assert {c["id"] for c in state["containers"]} == set(kept)
+    assert state["drift"] == []
+    # Each container: the pin's shrink and the pin's release, nothing else.
+    assert stats["max_updates_per_container"] == 2
+    assert stats["updates_on_responses"] == 100 + 50
+    assert stats["update_failures"] == 0
+    # The pin's release grew exactly the 50 survivors: no update named a removed container.
+    releases = [line for line in plugin.text().splitlines()
+                if "release default/io/io" in line]
+    assert len(releases) == 1
+    assert releases[0].endswith("; 50 live update(s)")
+
+
 def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:
     running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
     running.start()

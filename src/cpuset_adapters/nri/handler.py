@@ -23,6 +23,7 @@ Where updates go, and what "all-or-nothing" means here:
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from cpuset_adapters.nri import translate
@@ -63,6 +64,8 @@ class CpusetNriHandler:
         self.on_configured: Callable[[RuntimeInfo], None] | None = None
         """Called (on the event loop, no I/O) after each Configure; the daemon uses it."""
         self._history: dict[str, list[str]] = {}
+        self.updates_on_responses: Counter[str] = Counter()
+        """Live updates per container carried on event responses (since start)."""
 
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
@@ -177,6 +180,7 @@ class CpusetNriHandler:
             _log.info("resize %s/%s/%s id=%s kind=%s cpus=%s reason=%s; %d live update(s)",
                       pod.namespace, pod.name, container.name, short_id(container.id),
                       placement.kind.value, placement.cpus, plan.reason, len(changes))
+        self.updates_on_responses[container.id] += 1
         return [*translate.updates(changes),
                 translate.container_update(container.id, placement.cpus, placement.mems)]
 
@@ -212,3 +216,4 @@ class CpusetNriHandler:
     def _record(self, changes: Sequence[ContainerUpdate]) -> None:
         for change in changes:
             self._pusher.record_applied(change.container_id, change.cpus, change.mems)
+            self.updates_on_responses[change.container_id] += 1

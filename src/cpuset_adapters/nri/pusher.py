@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from cpuset_adapters.nri import translate
@@ -37,6 +38,7 @@ class UpdatePusher:
         self.batches_sent = 0
         self.updates_sent = 0
         self.failures = 0
+        self.sent_per_container: Counter[str] = Counter()
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a
@@ -107,6 +109,7 @@ class UpdatePusher:
             self.batches_sent += 1
             self.updates_sent += len(batch)
             for update in batch:
+                self.sent_per_container[update.container_id] += 1
                 cpu = update.linux.resources.cpu
                 self._sent[update.container_id] = (
                     CPUSet.parse(cpu.cpus), CPUSet.parse(cpu.mems) if cpu.mems else None)

@@ -279,3 +279,14 @@ def test_translation_reads_absent_wrappers_as_unset() -> None:
     facts = translate.container_facts(pb.Container(id="c", pod_sandbox_id="s", name="n"))
     assert (facts.cpu_quota, facts.cpu_period, facts.cpu_shares, facts.memory_limit) == (
         None, None, None, None)
+
+
+def test_updates_on_responses_are_counted_per_container() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    handler.on_stop_container(db, pg)
+    assert handler.updates_on_responses == {"id-app-0123456789": 2}

@@ -70,3 +70,11 @@ def e2e(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("pytest", "tests/e2e", "-p", "no:cacheprovider", *session.posargs,
                 env={"NRI_CPUSET_E2E_REQUIRED": "1"})
+
+
+@nox.session(name="bench-quality", python=PYTHON)
+def bench_quality(session: nox.Session) -> None:
+    """Allocation quality vs the kubelet's packed takeByTopology, every trace × machine shape
+    (prints both side by side and the issue's targets; ``-- --quick`` for a smoke run)."""
+    session.install("-e", ".")
+    session.run("python", "bench/quality.py", *session.posargs)

@@ -4,8 +4,10 @@
    NUMA node, socket. At the first level where some domain's free CPUs hold the whole request,
    each fitting domain is scored by the take it would produce (cores split, threads placed next
    to another exclusive owner, cores touched), then by its free CPU count (best fit keeps big
-   holes intact), then by position. When no socket fits, the request spans the fewest NUMA
-   nodes (fullest first) of the best-fitting socket, or of the machine.
+   holes intact), then by position. When no NUMA node holds the request, it spans several: each
+   socket that holds it (else the machine) offers a few node sets, gathered by whole-core
+   capacity or by free CPUs, and the sets are ranked the same way (clean take, then fewest
+   nodes, fewest cores, best fit).
 2. **Then choose threads** inside the domain: whole free cores for as much of the request as
    they cover (a container that owns whole cores has no foreign sibling); the remainder on
    orphan threads (free threads whose core-mate is already taken), preferring orphans whose mate
@@ -138,18 +140,53 @@ class ExclusiveAllocator:
         return self._spanning(free_mask, count, others)
 
     def _spanning(self, free: int, count: int, exclusive: int) -> Choice:
-        """Take from the fewest NUMA nodes: of the best-fitting socket when one holds the
-        request, else of the machine, filling the socket with most free CPUs first."""
+        """Take from several NUMA nodes: every socket that holds the request (else the whole
+        machine) is a candidate scope; within one, nodes are gathered by whole-core capacity,
+        then free CPUs, until they hold the request. Candidates are ranked like single domains
+        — clean takes first, then fewest nodes, fewest cores, best fit — so a spanning request
+        gets whole cores whenever some choice of nodes allows it."""
         def free_in(domain: _Domain) -> int:
             return (free & domain.mask).bit_count()
 
         fitting = [s for s in self._sockets if free_in(s) >= count]
-        socket_free = {s.socket: free_in(s) for s in self._sockets}
-        if fitting:
-            scope = min(fitting, key=lambda s: (free_in(s), s.order)).socket
-            socket_free = {scope: 0}
-        nodes = sorted((d for d in self._numa if d.socket in socket_free and free_in(d)),
-                       key=lambda d: (-socket_free[d.socket], d.socket, -free_in(d), d.order))
+        scopes = [[d for d in self._numa if d.socket == s.socket] for s in fitting] or \
+            [list(self._numa)]
+        best: tuple[tuple[int, ...], list[_Domain], _Take] | None = None
+        for scope in scopes:
+            for chosen in _node_sets(scope, free, count):
+                cores = tuple(c for node in chosen for c in node.cores)
+                take = _take_threads(cores, free, count, exclusive)
+                gathered = sum(free_in(d) for d in chosen)
+                key = (take.splits, take.beside_exclusive, len(chosen), take.cores_touched,
+                       gathered, chosen[0].order)
+                if best is None or key < best[0]:
+                    best = (key, chosen, take)
+        assert best is not None  # the caller checked that enough CPUs are free
+        _, chosen, take = best
+        nodes = CPUSet(d.node for d in chosen)
+        sockets = {d.socket for d in chosen}
+        where = (f"NUMA nodes {nodes} of socket {chosen[0].socket}" if len(sockets) == 1
+                 else f"NUMA nodes {nodes} across sockets")
+        return _choice(take, f"{where} (no single NUMA node holds {count})")
+
+
+def _node_sets(scope: Sequence[_Domain], free: int, count: int) -> list[list[_Domain]]:
+    """Candidate node sets in ``scope`` holding ``count`` free CPUs: nodes gathered by
+    whole-core capacity (then free CPUs), with and without the last node swapped for the
+    tightest one that still covers the rest."""
+    def free_in(domain: _Domain) -> int:
+        return (free & domain.mask).bit_count()
+
+    def whole(domain: _Domain) -> int:
+        return sum(c.bit_count() for c in domain.cores if c & free == c)
+
+    usable = [d for d in scope if free_in(d)]
+    if sum(free_in(d) for d in usable) < count:
+        return []
+    candidates: list[list[_Domain]] = []
+    for order in (lambda d: (-whole(d), -free_in(d), d.order),
+                  lambda d: (-free_in(d), d.order)):
+        nodes = sorted(usable, key=order)
         chosen: list[_Domain] = []
         gathered = 0
         for node in nodes:
@@ -157,15 +194,13 @@ class ExclusiveAllocator:
             gathered += free_in(node)
             if gathered >= count:
                 break
-        # The last node only has to cover what is left: swap it for the tightest one that does.
+        candidates.append(chosen)
         needed = count - (gathered - free_in(chosen[-1]))
         rest = [d for d in nodes[len(chosen) - 1:] if free_in(d) >= needed]
-        chosen[-1] = min(rest, key=lambda d: (free_in(d), d.order))
-        cores = tuple(c for node in chosen for c in node.cores)
-        where = (f"NUMA nodes {CPUSet(d.node for d in chosen)} of socket {chosen[0].socket}"
-                 if fitting else f"NUMA nodes {CPUSet(d.node for d in chosen)} across sockets")
-        return _choice(_take_threads(cores, free, count, exclusive),
-                       f"{where} (no single NUMA node holds {count})")
+        tight = min(rest, key=lambda d: (free_in(d), d.order))
+        if tight is not chosen[-1]:
+            candidates.append([*chosen[:-1], tight])
+    return candidates
 
 
 def _describe(domain: _Domain, free: int) -> str:

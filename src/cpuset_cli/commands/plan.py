@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Final
 
 import click
 
 from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_cli import bootstrap, demo, plan_view, render
+from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.topology_input import read_topology, source_name, topology_options
 from cpuset_cli.pods import PodsInputError, PodSpec, load_pods
 from cpuset_core import AdmissionError, CpusetError, Plan, Settings, Topology
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from cpuset_cli.state_view import StateView
 
 EXIT_OK: Final = 0
-EXIT_BAD_INPUT: Final = 2
 EXIT_REJECTED: Final = 3
 
 _MAX_POOL_NAMES: Final = 3
@@ -83,20 +83,8 @@ def plan(  # noqa: PLR0917 - click passes every option as a parameter
     sys.exit(EXIT_REJECTED if view.rejected else EXIT_OK)
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
-
-
 def _read_pods(pods_file: str) -> tuple[PodSpec, ...]:
-    try:
-        return load_pods(pods_file)
-    except PodsInputError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{pods_file}: cannot be read: {exc.strerror or exc}")
-    except UnicodeDecodeError as exc:
-        _fail(f"{pods_file}: is not UTF-8 text: {exc.reason} at byte {exc.start}")
+    return read_input(pods_file, load_pods, (PodsInputError,))
 
 
 def _read_state(state_file: str) -> StateView:
@@ -106,9 +94,9 @@ def _read_state(state_file: str) -> StateView:
         with open(state_file, "rb") as f:
             return state_view.decode(f.read())
     except OSError as exc:
-        _fail(f"{state_file}: cannot be read: {exc.strerror or exc}")
+        fail(f"{state_file}: cannot be read: {exc.strerror or exc}")
     except ValueError as exc:  # JSON, schema and shape errors (cattrs' included)
-        _fail(f"{state_file}: {str(exc).splitlines()[0]}")
+        fail(f"{state_file}: {str(exc).splitlines()[0]}")
 
 
 def _table(view: plan_view.PlanView) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
 from cpuset_cli import bootstrap, render
+from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.metrics import Metrics, Ratio
 from cpuset_cli.simulate import (
     AddEvent,
@@ -26,7 +27,6 @@ from cpuset_core import Topology, TopologyError, TopologySource
 if TYPE_CHECKING:
     from rich.table import Table
 
-EXIT_BAD_INPUT: Final = 2
 SCHEMA_VERSION: Final = 1
 
 TopologyFile = Callable[[str], TopologySource]
@@ -83,27 +83,17 @@ def make_simulate(topology_file: TopologyFile = _file_source) -> click.Command:
 simulate = make_simulate()
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
 
 
 def _read_topology(topology_file: TopologyFile, path: str) -> Topology:
     try:
         return topology_file(path).read_topology()
     except TopologyError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _read_events(path: str) -> tuple[Event, ...]:
-    try:
-        return read_trace(path)
-    except TraceError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{path}: cannot be read: {exc.strerror or exc}")
-    except UnicodeDecodeError as exc:
-        _fail(f"{path}: is not UTF-8 text: {exc.reason} at byte {exc.start}")
+    return read_input(path, read_trace, (TraceError,))
 
 
 def _replay_with_progress(topology: Topology, events: Sequence[Event]) -> Simulation:

@@ -16,6 +16,7 @@ from cpuset_core.errors import (
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     NumaResolutionError,
+    SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
 )
@@ -228,12 +229,16 @@ class CpusetEngine:
         before = self.shared_pool()
         after = shared_pool(self._topology, result.reserved, self._settings)
         others = tuple(cid for cid in result.shared_ids() if cid != container_id)
-        # Refuse a change that empties the pool. One that finds it already empty (a state a
-        # synchronize reported and could not avoid) is not refused: a release must never fail.
+        # Refuse a change that empties the pool, or shrinks it below the operator's minimum.
+        # One that finds it already there (a state a synchronize reported and could not avoid)
+        # is not refused: a release must never fail.
+        subject = result.entries[container_id].subject if container_id else reason
         if before and not after and others:
-            subject = result.entries[container_id].subject if container_id else reason
             raise SharedPoolExhaustedError(
                 subject, f"{len(others)} shared container(s) would have no CPU left")
+        floor = self._settings.min_shared_pool
+        if len(after) < floor and len(after) < len(before):
+            raise SharedPoolBelowMinimumError(subject, len(after), floor)
         change = PoolChange(before, after, others) if after != before and others else None
         return Plan(base=self._ledger, result=result, shared_pool=after,
                     container_id=container_id, placement=placement, reason=reason,

@@ -113,6 +113,18 @@ class SharedPoolExhaustedError(AdmissionError):
         super().__init__(subject, f"shared CPU pool would be empty: {detail}")
 
 
+class SharedPoolBelowMinimumError(AdmissionError):
+    """The change would shrink the shared pool below the configured minimum."""
+
+    reason = "shared-pool-below-minimum"
+
+    def __init__(self, subject: str, size: int, minimum: int) -> None:
+        self.size = size
+        self.minimum = minimum
+        super().__init__(subject, f"shared CPU pool would shrink to {size} CPU(s), below the "
+                                  f"configured minimum of {minimum} (min_shared_pool)")
+
+
 class NumaResolutionError(AdmissionError):
     """The memory nodes for a pinned CPU set cannot be determined."""
 

@@ -21,3 +21,10 @@ class Settings:
     """Also keep ``system_reserved`` out of the shared pool (otherwise shared pods may use it)."""
     exclusive_on_isolated: bool = False
     """Allow integer containers on isolated CPUs (shared containers never use them)."""
+    min_shared_pool: int = 0
+    """Refuse pins and exclusive requests that would shrink the shared pool below this many
+    CPUs (0: only an empty pool is refused, and only while shared containers exist)."""
+
+    def __post_init__(self) -> None:
+        if self.min_shared_pool < 0:
+            raise ValueError(f"min_shared_pool must be >= 0, got {self.min_shared_pool}")

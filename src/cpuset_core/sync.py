@@ -13,6 +13,7 @@ from cpuset_core.errors import (
     InsufficientCpusError,
     InvalidAnnotationError,
     NumaResolutionError,
+    SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
 )
 from cpuset_core.ledger import Entry, Ledger
@@ -67,6 +68,10 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
     if shared and not pool:
         problems.append(SharedPoolExhaustedError(
             shared[0].subject, f"{len(shared)} shared container(s) left on their current CPUs"))
+    elif len(pool) < settings.min_shared_pool and result.reserved:
+        # Running containers put it there (they are not refused at synchronize): report it.
+        problems.append(SharedPoolBelowMinimumError("running containers", len(pool),
+                                                    settings.min_shared_pool))
     updates = _corrections(topology, result, pool, live)
     return Plan(base=base, result=result, shared_pool=pool, moves=updates,
                 problems=tuple(problems), reason=f"synchronized {len(live)} container(s)")

@@ -19,6 +19,7 @@ from cpuset_core.errors import (
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
     NumaResolutionError,
+    SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
 )
@@ -943,3 +944,46 @@ def test_pinned_and_same_size_resizes_change_nothing() -> None:
     assert same.result is ledger
     assert same.placement is not None
     assert same.placement.cpus == ledger.entries["db"].cpus
+
+
+# -- minimum shared pool ---------------------------------------------------------------------
+
+
+def test_an_admission_that_would_shrink_the_pool_below_the_minimum_is_refused() -> None:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(min_shared_pool=12))
+    _integer(engine, "db", 4)  # pool 16 -> 12: allowed
+    ledger = engine.ledger
+    p = pod("more")
+    with pytest.raises(SharedPoolBelowMinimumError, match="below the configured minimum of 12"):
+        engine.plan_create(p, container("more", p, cpu_limit=2))
+    io = pod("io", annotations={KEY: "15"})
+    with pytest.raises(SharedPoolBelowMinimumError, match="min_shared_pool"):
+        engine.plan_create(io, container("io", io))
+    assert engine.ledger is ledger
+
+
+def test_the_minimum_allows_a_change_that_keeps_the_pool_and_every_release() -> None:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(min_shared_pool=12))
+    a = pod("a", annotations={KEY: "15"})
+    engine.commit(engine.plan_create(a, container("a", a)))   # pool 16 -> 15
+    _integer(engine, "db", 3)                                   # pool 15 -> 12
+    b = pod("b", annotations={KEY: "15"})
+    engine.commit(engine.plan_create(b, container("b", b)))   # shares CPU 15: pool stays 12
+    assert len(engine.shared_pool()) == 12
+    engine.commit(engine.plan_release("db"))
+    assert len(engine.shared_pool()) == 15
+
+
+def test_synchronize_reports_a_pool_below_the_minimum() -> None:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(min_shared_pool=14))
+    db = pod("db")
+    plan = engine.plan_synchronize([db], [container("db", db, cpu_limit=4, cpus_now="0-1,8-9")])
+    assert any(p.reason == "shared-pool-below-minimum" and "minimum of 14" in str(p)
+               for p in plan.problems)
+    empty = CpusetEngine(DUAL_SOCKET, Settings(min_shared_pool=20)).plan_synchronize([], [])
+    assert empty.problems == ()  # nothing reserved: a configuration matter, not a problem
+
+
+def test_a_negative_minimum_is_refused() -> None:
+    with pytest.raises(ValueError, match="min_shared_pool must be >= 0"):
+        Settings(min_shared_pool=-1)

@@ -62,11 +62,12 @@ class EngineLifecycle(RuleBasedStateMachine):
         self.pool_exhausted_at_sync = False
 
     @initialize(shape=st.sampled_from(SHAPES), reserve_first=st.booleans(),
-                strict=st.booleans())
-    def start(self, shape: object, reserve_first: bool, strict: bool) -> None:
+                strict=st.booleans(), min_pool=st.sampled_from([0, 0, 2, 6]))
+    def start(self, shape: object, reserve_first: bool, strict: bool, min_pool: int) -> None:
         topology = build_topology(shape)  # type: ignore[arg-type]
         reserved = CPUSet([topology.online.first()]) if reserve_first else CPUSet()
-        self.settings = Settings(system_reserved=reserved, strict_reservation=strict)
+        self.settings = Settings(system_reserved=reserved, strict_reservation=strict,
+                                 min_shared_pool=min_pool)
         self.topology = topology
         self.engine = CpusetEngine(topology, self.settings)
         self.host = FakeHost(topology)
@@ -106,6 +107,7 @@ class EngineLifecycle(RuleBasedStateMachine):
 
     def _create(self, pod: PodFacts, facts: ContainerFacts) -> list[str]:
         ledger_before, live_before = self.engine.ledger, self._snapshot()
+        pool_before = len(self.engine.shared_pool())
         try:
             plan = self.runtime.create_container(pod, facts)
         except (AdmissionError, UpdateTransactionError):
@@ -113,7 +115,14 @@ class EngineLifecycle(RuleBasedStateMachine):
             self._assert_untouched(live_before)
             return []
         assert plan.placement is not None
+        self._assert_floor_kept(pool_before)
         return [facts.id]
+
+    def _assert_floor_kept(self, pool_before: int) -> None:
+        """An admission that shrank the shared pool left it at or above the minimum."""
+        after = len(self.engine.shared_pool())
+        if after < pool_before:
+            assert after >= self.settings.min_shared_pool, (pool_before, after)
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -163,6 +172,7 @@ class EngineLifecycle(RuleBasedStateMachine):
                                cpu_quota=quota, cpu_period=None if quota is None else PERIOD)
         ledger_before, live_before = self.engine.ledger, self._snapshot()
         before = self.engine.placement(container)
+        pool_before = len(self.engine.shared_pool())
         try:
             plan = self.runtime.resize_container(pod, facts)
         except (AdmissionError, UpdateTransactionError):
@@ -171,6 +181,7 @@ class EngineLifecycle(RuleBasedStateMachine):
             return
         placement = plan.placement
         assert placement is not None
+        self._assert_floor_kept(pool_before)
         if placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER:
             wanted = int(cpus or 0)
             # Kept where possible: a shrink is a subset, a growth a superset.
@@ -215,7 +226,7 @@ class EngineLifecycle(RuleBasedStateMachine):
         self.pool_exhausted_at_sync = any(isinstance(p, SharedPoolExhaustedError)
                                           for p in plan.problems)
         for problem in plan.problems:
-            assert "ns/" in str(problem)
+            assert "ns/" in str(problem) or problem.reason == "shared-pool-below-minimum"
 
     # -- invariants ----------------------------------------------------------------------------
 

@@ -21,9 +21,17 @@ MAX_STATUS_BYTES = 64 * 2**20
 
 async def serve_status(path: str | Path, snapshot: Callable[[], bytes]) -> asyncio.Server:
     """Listen on ``path`` (replacing a stale socket) and answer every connection with
-    ``snapshot()``. Raises ``OSError`` when the socket cannot be created."""
+    ``snapshot()``. Raises ``OSError`` when the socket cannot be created safely: its directory
+    must belong to this user and be writable by nobody else, and the path must not be a
+    symlink."""
     target = Path(path)
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory = target.parent.stat()
+    if directory.st_uid != os.geteuid() or directory.st_mode & 0o022:
+        raise OSError(f"{target.parent} must belong to uid {os.geteuid()} and be writable by "
+                      f"nobody else (mode {directory.st_mode & 0o777:o})")
+    if target.is_symlink():
+        raise OSError(f"{target} is a symlink; refusing to serve the status there")
     with contextlib.suppress(FileNotFoundError):
         if target.is_socket():
             target.unlink()
@@ -39,14 +47,16 @@ async def serve_status(path: str | Path, snapshot: Callable[[], bytes]) -> async
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
 
-    # Create the socket with no access for others from the first instant.
-    previous = os.umask(0o177)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        server = await asyncio.start_unix_server(answer, str(target))
-    finally:
-        os.umask(previous)
-    target.chmod(0o600)
-    return server
+        sock.bind(str(target))
+        # Connecting needs write permission on the socket: 0600 leaves only us. (Until this
+        # chmod the default mode already denies others write, and the directory is ours.)
+        os.chmod(target, 0o600)
+        return await asyncio.start_unix_server(answer, sock=sock)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def read_status(path: str | Path, *, timeout: float = 5.0) -> bytes:

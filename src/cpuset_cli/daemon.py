@@ -55,18 +55,23 @@ class Daemon:
         loop = asyncio.get_running_loop()
         engine = self.handler.engine
         delay = 0.1
-        for _ in range(INVENTORY_ATTEMPTS):
+        failures = 0
+        while failures < INVENTORY_ATTEMPTS:
             before = engine.ledger
             try:
                 pods, containers = await loop.run_in_executor(None, _read_inventory,
                                                               self.cri_socket)
             except Exception as exc:  # noqa: BLE001 - CRI not up yet, or gone: retry
+                failures += 1
                 _log.info("CRI inventory not available yet (%s); retrying in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
             if engine.ledger is not before:
-                continue  # events were decided while reading: the snapshot may miss them
+                # Events were decided while reading: the snapshot may miss them. Not a
+                # failure (a busy node would otherwise exhaust the attempts); pause briefly.
+                await asyncio.sleep(0.05)
+                continue
             plan = self.handler.adopt(pods, containers, source="CRI inventory")
             try:
                 await apply_staged(self.session.update_containers, plan.updates,
@@ -80,10 +85,9 @@ class Daemon:
 
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
+        status = await self._serve_status()
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
-        status = (await serve_status(self.status_socket, self.snapshot)
-                  if self.status_socket else None)
         try:
             await self.session.run_forever(self.endpoint)
         finally:
@@ -94,6 +98,18 @@ class Daemon:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def _serve_status(self) -> asyncio.Server | None:
+        """The status socket is a diagnostic aid: if it cannot be served, say why and pin
+        containers anyway."""
+        if not self.status_socket:
+            return None
+        try:
+            return await serve_status(self.status_socket, self.snapshot)
+        except OSError as exc:
+            _log.error("status socket %s not served (inspect and explain will not work): %s",
+                       self.status_socket, exc)
+            return None
 
     def snapshot(self) -> bytes:
         """The live state document (``nri-cpuset inspect``)."""

@@ -7,22 +7,27 @@ that are still running and could hand out CPUs they hold.
 
 from __future__ import annotations
 
-from cpuset_adapters.cri.client import CriClient
+from cpuset_adapters.cri.client import CriClient, CriError
 from cpuset_core import ContainerFacts, PodFacts
 
 _LIVE = frozenset({"CONTAINER_RUNNING", "CONTAINER_CREATED"})
 
 
 def read_inventory(client: CriClient) -> tuple[list[PodFacts], list[ContainerFacts]]:
-    """Return the ready pods and the created or running containers, like NRI's Synchronize
-    (which also leaves out exited containers). CRI reports unset values as 0 / ""; they become
-    ``None`` / "" as NRI would report them. Raises ``CriError`` when the runtime does not answer.
+    """Return the pods and the created or running containers, like NRI's Synchronize (which
+    sends every pod whose state is known and leaves out exited containers). CRI reports unset
+    values as 0 / ""; they become ``None`` / "" as NRI would report them. A pod or container
+    removed while it is being read is left out. Raises ``CriError`` when the runtime does not
+    answer.
     """
     pods: list[PodFacts] = []
     for info in client.list_pods():
-        if not info.ready:
-            continue
-        status = client.pod_status(info.id)
+        try:
+            status = client.pod_status(info.id)
+        except CriError as exc:
+            if exc.code_name == "NOT_FOUND":
+                continue
+            raise
         pods.append(PodFacts(sandbox_id=info.id, namespace=info.namespace, name=info.name,
                              uid=info.uid, annotations=dict(status.annotations),
                              cgroup_parent=status.cgroup_parent or ""))
@@ -30,7 +35,12 @@ def read_inventory(client: CriClient) -> tuple[list[PodFacts], list[ContainerFac
     for container in client.list_containers():
         if container.state not in _LIVE:
             continue
-        r = client.container_status(container.id).resources
+        try:
+            r = client.container_status(container.id).resources
+        except CriError as exc:
+            if exc.code_name == "NOT_FOUND":
+                continue
+            raise
         containers.append(ContainerFacts(
             id=container.id, sandbox_id=container.pod_id, name=container.name,
             cpu_shares=(r.cpu_shares or None) if r else None,

@@ -64,6 +64,10 @@ class CpusetNriHandler:
         self.on_configured: Callable[[RuntimeInfo], None] | None = None
         """Called (on the event loop, no I/O) after each Configure; the daemon uses it."""
         self._history: dict[str, list[str]] = {}
+        self._moved_by: dict[str, tuple[str, ...]] = {}
+        """Containers each creation moved: if the creation failed later (another plugin, a
+        validator), containerd applied none of those moves, and the Stop it then sends must
+        put them where the ledger says."""
         self.updates_on_responses: Counter[str] = Counter()
         """Live updates per container carried on event responses (since start)."""
 
@@ -148,6 +152,8 @@ class CpusetNriHandler:
         for move in plan.moves:
             self._remember(move.container_id,
                            f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
+        if plan.moves:
+            self._moved_by[container.id] = tuple(m.container_id for m in plan.moves)
         _log.info("admit %s/%s/%s id=%s kind=%s cpus=%s mems=%s reason=%s; %d live update(s)",
                   pod.namespace, pod.name, container.name, short_id(container.id),
                   placement.kind.value, placement.cpus,
@@ -160,6 +166,10 @@ class CpusetNriHandler:
         """An in-place resize: re-decide the container's cpuset from its new limits. The
         container's own update goes last (the runtime applies the others first, then this one
         in place of the kubelet's values, which would otherwise replace our cpuset, §6.2)."""
+        if container.id not in self._engine.ledger:
+            # Stopped (released at stop) or never seen: a resize must not (re)admit it and
+            # reserve CPUs for a container that may be dead.
+            return []
         facts = translate.resized(translate.container_facts(container), resources)
         try:
             plan = self._engine.plan_resize(translate.pod_facts(pod), facts)
@@ -169,7 +179,10 @@ class CpusetNriHandler:
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._engine.commit(plan)
         placement = plan.placement
-        if placement is None:
+        if placement is None or not placement.cpus:
+            # An empty cpuset cannot be set (the runtime ignores ""): say so, change nothing.
+            _log.warning("update of %s/%s/%s id=%s: no CPU to give it (empty shared pool)",
+                         pod.namespace, pod.name, container.name, short_id(container.id))
             return []
         changes = translate.response_order(plan)
         self._record(changes)
@@ -186,15 +199,31 @@ class CpusetNriHandler:
 
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:
+        reasserted = self._reassert_moves_of(container.id)
         plan = self._release(pod, container, "stop")
-        changes = translate.response_order(plan)
+        changes = [u for u in translate.response_order(plan)
+                   if u.container_id not in {r.container_id for r in reasserted}]
         self._record(changes)
-        return translate.updates(changes)
+        # Moved containers first: they leave CPUs the growing shared containers then take.
+        return [*reasserted, *translate.updates(changes)]
 
     def on_remove_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        moved = self._moved_by.pop(container.id, ())
         plan = self._release(pod, container, "remove")
         self._pusher.forget(container.id)
+        self._pusher.force(moved)
         self._pusher.mark_dirty(u.container_id for u in plan.updates)
+
+    def _reassert_moves_of(self, container_id: str) -> list[pb.ContainerUpdate]:
+        """Updates that put every container this one's creation moved where the ledger says
+        (a no-op when containerd applied the moves)."""
+        updates = []
+        for moved in self._moved_by.pop(container_id, ()):
+            placement = self._engine.placement(moved)
+            if placement is not None and placement.cpus:
+                updates.append(translate.container_update(moved, placement.cpus,
+                                                          placement.mems))
+        return updates
 
     def on_disconnect(self) -> None:
         self.synchronized = False
@@ -207,6 +236,7 @@ class CpusetNriHandler:
         plan = self._engine.plan_release(container.id)
         self._engine.commit(plan)
         self._history.pop(container.id, None)
+        self.updates_on_responses.pop(container.id, None)
         if plan.changes_ledger:
             _log.info("release %s/%s/%s id=%s on %s; shared pool %s; %d live update(s)",
                       pod.namespace, pod.name, container.name, short_id(container.id), why,

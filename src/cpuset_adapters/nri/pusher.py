@@ -39,6 +39,8 @@ class UpdatePusher:
         self.updates_sent = 0
         self.failures = 0
         self.sent_per_container: Counter[str] = Counter()
+        self._generation = 0
+        """Bumped by :meth:`reset`: results of a send started before it are discarded."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a
@@ -51,12 +53,23 @@ class UpdatePusher:
         """Remember what an event response set, so the same value is not sent again."""
         self._sent[container_id] = (cpus, mems)
 
+    def force(self, container_ids: Iterable[str]) -> None:
+        """Send these containers' placement even if it was sent before (it may not have been
+        applied: e.g. the moves of a creation that failed after our answer)."""
+        ids = list(container_ids)
+        for cid in ids:
+            self._sent.pop(cid, None)
+        self.mark_dirty(ids)
+
     def forget(self, container_id: str) -> None:
         self._sent.pop(container_id, None)
         self._dirty.discard(container_id)
+        self.sent_per_container.pop(container_id, None)
 
     def reset(self) -> None:
-        """Drop everything pending (the connection is gone; the next Synchronize decides)."""
+        """Drop everything pending (the connection is gone; the next Synchronize decides),
+        including the outcome of a send still in flight."""
+        self._generation += 1
         self._dirty.clear()
         self._sent.clear()
         self._wake.clear()
@@ -93,24 +106,46 @@ class UpdatePusher:
             batch = self.take_batch()
             if not batch:
                 continue
+            generation = self._generation
             try:
                 await send(batch)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: keep the work, retry later
+                if generation != self._generation:
+                    continue  # the connection was replaced: the next Synchronize decides
                 self.failures += 1
                 _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
-                             translate.ids(batch), exc, backoff)
+                             self._subjects(batch), exc, backoff)
                 self.mark_dirty(translate.ids(batch))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
                 continue
             backoff = 0.1
+            if generation != self._generation:
+                continue
             self.batches_sent += 1
             self.updates_sent += len(batch)
-            for update in batch:
-                self.sent_per_container[update.container_id] += 1
-                cpu = update.linux.resources.cpu
-                self._sent[update.container_id] = (
-                    CPUSet.parse(cpu.cpus), CPUSet.parse(cpu.mems) if cpu.mems else None)
-            _log.info("sent %d live update(s): %s", len(batch), translate.ids(batch))
+            self._settle(batch)
+            _log.info("sent %d live update(s): %s", len(batch), self._subjects(batch))
+
+    def _settle(self, batch: Sequence[pb.ContainerUpdate]) -> None:
+        """After a send: a decision taken while it was in flight may have been applied before
+        it, so whatever now differs from the ledger is sent again (latest wins, eventually)."""
+        for update in batch:
+            cid = update.container_id
+            self.sent_per_container[cid] += 1
+            cpu = update.linux.resources.cpu
+            sent = (CPUSet.parse(cpu.cpus), CPUSet.parse(cpu.mems) if cpu.mems else None)
+            placement = self._engine.placement(cid)
+            if placement is None:
+                continue
+            if (placement.cpus, placement.mems) != sent:
+                self.force([cid])
+            else:
+                self._sent[cid] = sent
+
+    def _subjects(self, batch: Sequence[pb.ContainerUpdate]) -> str:
+        entries = self._engine.ledger.entries
+        return ", ".join(f"{entries[u.container_id].subject} ({u.container_id[:12]})"
+                         if u.container_id in entries else u.container_id[:12] for u in batch)

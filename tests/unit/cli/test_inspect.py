@@ -139,3 +139,19 @@ def test_explain_needs_exactly_one_match(served: Path, name: str, message: str) 
     result = CliRunner().invoke(explain, [name, "--status-socket", str(served)])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_the_status_socket_refuses_a_directory_others_can_write(tmp_path: Path) -> None:
+    shared_dir = tmp_path / "open"
+    shared_dir.mkdir(mode=0o777)
+    shared_dir.chmod(0o777)
+    with pytest.raises(OSError, match="writable by nobody else"):
+        asyncio.run(serve_status(shared_dir / "status.sock", lambda: b""))
+
+
+def test_the_status_socket_refuses_a_symlink(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "status.sock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError, match="symlink"):
+        asyncio.run(serve_status(private / "status.sock", lambda: b""))

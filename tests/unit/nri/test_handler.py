@@ -117,9 +117,11 @@ def test_update_container_reasserts_the_cpuset_the_kubelet_would_replace() -> No
     handler.on_create_container(db, ctr)
     updates = handler.on_update_container(db, ctr, pb.LinuxResources())
     assert cpus_of(updates) == {ctr.id: "0,8"}
-    # A container the plugin never saw (created while it was down) is adopted and placed.
-    adopted = handler.on_update_container(db, container("unknown", db), pb.LinuxResources())
-    assert cpus_of(adopted) == {"id-unknown-0123456789": "1-7,9-15"}
+    # A container the plugin does not hold (stopped, so released; or never seen) is not
+    # (re)admitted by a resize: that would reserve CPUs for a container that may be dead.
+    assert handler.on_update_container(db, container("unknown", db), pb.LinuxResources()) == []
+    handler.on_stop_container(db, ctr)
+    assert handler.on_update_container(db, ctr, resources(4)) == []
 
 
 def resources(cpus: float) -> pb.LinuxResources:
@@ -290,3 +292,100 @@ def test_updates_on_responses_are_counted_per_container() -> None:
     handler.on_create_container(db, pg)
     handler.on_stop_container(db, pg)
     assert handler.updates_on_responses == {"id-app-0123456789": 2}
+
+
+def test_stop_after_a_failed_creation_puts_the_containers_it_moved_back_where_the_ledger_says(
+        ) -> None:
+    """A later plugin fails the pin's creation: containerd applied none of its moves and sends
+    Stop for it. The Stop answer must move the displaced container to its ledger placement
+    before the shared containers grow back onto the pin's CPUs (review finding #1)."""
+    handler, _engine, _pusher = make()
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    io = pod("io", qos="burstable", pins="0")
+    pin = container("io", io)
+    _, create_updates = handler.on_create_container(io, pin)
+    moved_to = cpus_of(create_updates)[pg.id]
+    updates = handler.on_stop_container(io, pin)
+    assert next(u.container_id for u in updates) == pg.id
+    assert cpus_of(updates)[pg.id] == moved_to
+    assert cpus_of(updates)["id-app-0123456789"] == (TOPOLOGY.online - CPUSet.parse(moved_to)
+                                                     ).format()
+
+
+def test_an_update_with_an_empty_shared_pool_is_not_answered_with_empty_cpus() -> None:
+    handler, _, _ = make()
+    web = pod("web", qos="burstable")
+    io = pod("io", qos="burstable", pins="0-15")
+    app = container("app", web, cpuset="0-15")
+    handler.on_synchronize([web, io], [app, container("io", io, cpuset="0-15")])
+    assert handler.on_update_container(web, app, resources(0)) == []
+
+
+def test_counters_forget_released_containers() -> None:
+    handler, _, _pusher = make()
+    web = pod("web", qos="burstable")
+    app = container("app", web)
+    handler.on_create_container(web, app)
+    db = pod("db")
+    handler.on_create_container(db, container("pg", db, cpus=2))
+    assert app.id in handler.updates_on_responses
+    handler.on_stop_container(web, app)
+    assert app.id not in handler.updates_on_responses
+
+
+def test_a_batch_overtaken_by_a_newer_decision_is_sent_again() -> None:
+    """The pusher sends S's grown pool; while that call waits on containerd's lock, an event
+    shrinks the pool again and its response is applied first. Afterwards S must be re-sent
+    (review finding #2)."""
+    handler, _engine, pusher = make()
+    web = pod("web", qos="burstable")
+    app = container("app", web)
+    handler.on_create_container(web, app)
+    sent: list[str] = []
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+            sent.append(batch[0].linux.resources.cpu.cpus)
+            if len(sent) == 1:
+                # A newer decision lands while this send is in flight.
+                db2 = pod("db2")
+                handler.on_create_container(db2, container("pg2", db2, cpus=2))
+                release.set()
+
+        task = asyncio.create_task(pusher.run(send))
+        pusher.force([app.id])
+        await release.wait()
+        await asyncio.sleep(0.05)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert sent == ["0-15", "1-7,9-15"]
+
+
+def test_a_send_in_flight_when_the_connection_drops_is_forgotten() -> None:
+    handler, _, pusher = make()
+    web = pod("web", qos="burstable")
+    app = container("app", web)
+    handler.on_create_container(web, app)
+    attempts: list[int] = []
+
+    async def scenario() -> None:
+        async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+            attempts.append(len(batch))
+            handler.on_disconnect()  # the runtime goes away while this call is pending
+            raise RuntimeError("connection lost")
+
+        task = asyncio.create_task(pusher.run(send))
+        pusher.force([app.id])
+        await asyncio.sleep(0.3)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert attempts == [1]  # not retried into the next connection
+    assert pusher.pending() == frozenset()

@@ -7,9 +7,17 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import grpc
 import pytest
 
-from cpuset_adapters.cri.client import ContainerInfo, ContainerStatus, PodInfo, PodStatus, Resources
+from cpuset_adapters.cri.client import (
+    ContainerInfo,
+    ContainerStatus,
+    CriError,
+    PodInfo,
+    PodStatus,
+    Resources,
+)
 from cpuset_adapters.cri.inventory import read_inventory
 from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
@@ -76,7 +84,9 @@ class FakeCri:
                         annotations={}, labels={})]
 
     def pod_status(self, pod_id: str) -> PodStatus:
-        assert pod_id == "p1"
+        if pod_id == "p2":
+            return PodStatus(id="p2", name="gone", namespace="ns", uid="u2", ready=False,
+                             annotations={}, info={})
         return PodStatus(id="p1", name="io", namespace="ns", uid="u1", ready=True,
                          annotations={"weka.io/cores-ids": "3"},
                          info={"info": {"config": {"linux": {
@@ -86,9 +96,13 @@ class FakeCri:
         return [ContainerInfo(id="c1", pod_id="p1", name="io", state="CONTAINER_RUNNING",
                               annotations={}, labels={}),
                 ContainerInfo(id="c2", pod_id="p1", name="old", state="CONTAINER_EXITED",
-                              annotations={}, labels={})]
+                              annotations={}, labels={}),
+                ContainerInfo(id="c3", pod_id="p1", name="vanishing",
+                              state="CONTAINER_RUNNING", annotations={}, labels={})]
 
     def container_status(self, container_id: str) -> ContainerStatus:
+        if container_id == "c3":  # removed between the listing and this call
+            raise CriError("ContainerStatus", grpc.StatusCode.NOT_FOUND, "not found")
         assert container_id == "c1"
         return ContainerStatus(id="c1", name="io", state="CONTAINER_RUNNING", exit_code=0,
                                reason="", message="", annotations={}, pid=42, info={},
@@ -96,10 +110,12 @@ class FakeCri:
                                                    cpu_shares=102, cpuset_cpus="3"))
 
 
-def test_inventory_reads_ready_pods_and_live_containers_like_a_synchronize() -> None:
+def test_inventory_reads_pods_and_live_containers_like_a_synchronize() -> None:
+    """Every pod (NRI's Synchronize also sends pods that are not ready), the created or running
+    containers, and nothing for a container removed mid-read."""
     pods, containers = read_inventory(FakeCri())  # type: ignore[arg-type]
     assert [(p.sandbox_id, p.cgroup_parent, dict(p.annotations)) for p in pods] == [
-        ("p1", "/kubepods/burstable/podu1", {"weka.io/cores-ids": "3"})]
+        ("p1", "/kubepods/burstable/podu1", {"weka.io/cores-ids": "3"}), ("p2", "", {})]
     (only,) = containers
     assert (only.id, only.cpu_quota, only.cpu_period, only.cpu_shares, only.cpus) == (
         "c1", None, 100_000, 102, "3")

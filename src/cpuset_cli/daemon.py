@@ -16,7 +16,7 @@ from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
-from cpuset_core import ContainerFacts, PodFacts, UpdateTransactionError
+from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
@@ -72,6 +72,7 @@ class Daemon:
                 # failure (a busy node would otherwise exhaust the attempts); pause briefly.
                 await asyncio.sleep(0.05)
                 continue
+            pods, containers = _with_undecided(engine, pods, containers)
             plan = self.handler.adopt(pods, containers, source="CRI inventory")
             try:
                 await apply_staged(self.session.update_containers, plan.updates,
@@ -152,3 +153,39 @@ def _read_inventory(cri_socket: str) -> tuple[list[PodFacts], list[ContainerFact
 
     with CriClient(cri_socket, timeout=5.0) as client:
         return read_inventory(client)
+
+
+def _with_undecided(engine: CpusetEngine, pods: list[PodFacts],
+                    containers: list[ContainerFacts],
+                    ) -> tuple[list[PodFacts], list[ContainerFacts]]:
+    """Add the containers this plugin has decided that the inventory does not list yet:
+    containerd calls NRI CreateContainer before the container enters its CRI store, so a
+    container admitted just before the read is missing from it. Adopting the inventory as it
+    is would free that container's CPUs and let a later one take them. Each is described from
+    its ledger entry, so the rebuild keeps its placement."""
+    listed = {c.id for c in containers}
+    known_pods = {p.sandbox_id for p in pods}
+    extra_pods: dict[str, PodFacts] = {}
+    extra: list[ContainerFacts] = []
+    period = 100_000
+    for cid, entry in engine.ledger.entries.items():
+        if cid in listed:
+            continue
+        namespace, _, rest = entry.subject.partition("/")
+        pod_name, _, name = rest.rpartition("/")
+        if entry.sandbox_id not in known_pods and entry.sandbox_id not in extra_pods:
+            annotations = ({engine.settings.pin_annotation: entry.cpus.format()}
+                           if entry.kind is Kind.ANNOTATED else {})
+            parent = (f"/kubepods/pod{entry.sandbox_id}" if entry.kind is Kind.INTEGER
+                      else f"/kubepods/burstable/pod{entry.sandbox_id}")
+            extra_pods[entry.sandbox_id] = PodFacts(
+                sandbox_id=entry.sandbox_id, namespace=namespace, name=pod_name,
+                annotations=annotations, cgroup_parent=parent)
+        placement = engine.placement(cid)
+        extra.append(ContainerFacts(
+            id=cid, sandbox_id=entry.sandbox_id, name=name,
+            cpu_quota=entry.request * period if entry.kind is Kind.INTEGER else None,
+            cpu_period=period if entry.kind is Kind.INTEGER else None,
+            cpus=placement.cpus.format() if placement else "",
+            mems=entry.mems.format() if entry.mems is not None else ""))
+    return [*pods, *extra_pods.values()], [*containers, *extra]

@@ -147,3 +147,32 @@ def test_external_plugin_never_takes_an_inventory() -> None:
                                     environ={}, name="nri-cpuset", index="99",
                                     socket_path="/nonexistent")
     assert daemon.handler.on_configured is None
+
+
+def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpus() -> None:
+    """containerd calls NRI CreateContainer before the container enters its CRI store, so an
+    inventory read right after can miss it (review finding #3)."""
+    from cpuset_cli.daemon import _with_undecided
+    from cpuset_core import ContainerFacts as Facts
+    from cpuset_core import CpusetEngine, PodFacts
+
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    db = PodFacts(sandbox_id="s-db", namespace="ns", name="db", cgroup_parent="/kubepods/poddb")
+    engine.commit(engine.plan_create(db, Facts(id="c-db", sandbox_id="s-db", name="pg",
+                                               cpu_quota=200_000, cpu_period=100_000)))
+    io = PodFacts(sandbox_id="s-io", namespace="ns", name="io",
+                  annotations={"weka.io/cores-ids": "5"})
+    engine.commit(engine.plan_create(io, Facts(id="c-io", sandbox_id="s-io", name="io")))
+    held = engine.ledger.entries["c-db"].cpus
+
+    pods, containers = _with_undecided(engine, [], [])  # the snapshot lists neither yet
+    plan = engine.plan_synchronize(pods, containers)
+    engine.commit(plan)
+    assert engine.ledger.entries["c-db"].cpus == held
+    assert engine.ledger.pinned == CPUSet.parse("5")
+    assert plan.problems == ()
+    later = PodFacts(sandbox_id="s-z", namespace="ns", name="z", cgroup_parent="/kubepods/podz")
+    z = engine.plan_create(later, Facts(id="c-z", sandbox_id="s-z", name="z",
+                                        cpu_quota=200_000, cpu_period=100_000))
+    assert z.placement is not None
+    assert z.placement.cpus.isdisjoint(held)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from cpuset_cli import bootstrap
-from cpuset_cli.pods import PERIOD, ContainerSpec, PodSpec, cgroup_parent
+from cpuset_cli.pods import PERIOD, ContainerSpec, PodSpec, cgroup_parent, containers_in_order
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
@@ -106,7 +106,7 @@ def admit_all(runtime: bootstrap.DryRun, pods: Sequence[PodSpec], *, topology: s
     steps: list[StepView] = []
     admitted = rejected = 0
     for pod in pods:
-        for container in (*pod.init_containers, *pod.containers):
+        for container in containers_in_order(pod):
             step = _create(runtime, pod, container, len(steps) + 1)
             steps.append(step)
             if step.rejected is not None:

@@ -201,8 +201,9 @@ class CpusetNriHandler:
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:
         reasserted = self._reassert_moves_of(container.id)
         plan = self._release(pod, container, "stop")
+        reasserted_ids = {r.container_id for r in reasserted}
         changes = [u for u in translate.response_order(plan)
-                   if u.container_id not in {r.container_id for r in reasserted}]
+                   if u.container_id not in reasserted_ids]
         self._record(changes)
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *translate.updates(changes)]

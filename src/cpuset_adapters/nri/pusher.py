@@ -40,6 +40,8 @@ class UpdatePusher:
         self.failures = 0
         self.sent_per_container: Counter[str] = Counter()
         self._generation = 0
+        self._in_flight: dict[str, tuple[CPUSet, CPUSet | None]] = {}
+        """What the batch being sent sets, per container (filled by :meth:`take_batch`)."""
         """Bumped by :meth:`reset`: results of a send started before it are discarded."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
@@ -70,6 +72,7 @@ class UpdatePusher:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
         including the outcome of a send still in flight."""
         self._generation += 1
+        self._in_flight.clear()
         self._dirty.clear()
         self._sent.clear()
         self._wake.clear()
@@ -93,6 +96,7 @@ class UpdatePusher:
             if self._sent.get(cid) == target or not placement.cpus:
                 continue
             batch.append(translate.container_update(cid, placement.cpus, placement.mems))
+            self._in_flight[cid] = target
         self._dirty.clear()
         return batch
 
@@ -117,6 +121,8 @@ class UpdatePusher:
                 self.failures += 1
                 _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
                              self._subjects(batch), exc, backoff)
+                for cid in translate.ids(batch):
+                    self._in_flight.pop(cid, None)
                 self.mark_dirty(translate.ids(batch))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
@@ -135,8 +141,7 @@ class UpdatePusher:
         for update in batch:
             cid = update.container_id
             self.sent_per_container[cid] += 1
-            cpu = update.linux.resources.cpu
-            sent = (CPUSet.parse(cpu.cpus), CPUSet.parse(cpu.mems) if cpu.mems else None)
+            sent = self._in_flight.pop(cid)
             placement = self._engine.placement(cid)
             if placement is None:
                 continue

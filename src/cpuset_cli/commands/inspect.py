@@ -7,7 +7,7 @@ import sys
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
-from cpuset_cli import state_view
+from cpuset_cli import render, state_view
 
 EXIT_UNREACHABLE = 2
 
@@ -44,28 +44,21 @@ def inspect(status_socket: str, output: str) -> None:
 
 
 def _render(view: state_view.StateView) -> None:
-    # Imported here: every `nri-cpuset` start (the daemon's included) registers this command.
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
-
-    # On a terminal rich fits the width; piped (grep, less) every row stays one line.
-    console = Console(highlight=False, soft_wrap=True,
-                      width=None if sys.stdout.isatty() else 1000)
-    console.print(f"runtime: {view.runtime or 'not configured'}; synchronized: "
-                  f"{'yes' if view.synchronized else 'no'}; online {view.online}; "
-                  f"shared pool {view.shared_pool or '(empty)'}")
-    table = Table("container", "id", "kind", "cpus", "mems", "reason", box=None,
-                  pad_edge=False)
+    table = render.new_table("container", "id", "kind", "cpus", "mems", "reason")
     for c in view.containers:
         table.add_row(c.subject, c.id[:12], c.kind, c.cpus or "-",
                       c.mems if c.mems is not None else "default", c.reason)
-    console.print(table)
+    lines: list[str] = [f"runtime: {view.runtime or 'not configured'}; synchronized: "
+                        f"{'yes' if view.synchronized else 'no'}; online {view.online}; "
+                        f"shared pool {view.shared_pool or '(empty)'}"]
+    trailer: list[str] = []
     if view.pinned:
-        console.print("pinned (refcount): " + ", ".join(f"{cpu}×{n}"
-                                                        for cpu, n in view.pinned.items()))
+        trailer.append("pinned (refcount): " + ", ".join(f"{cpu}×{n}"
+                                                         for cpu, n in view.pinned.items()))
     if view.exclusive:
         owners = {c.id: c.subject for c in view.containers}
-        console.print("exclusive: " + ", ".join(f"{cpu}={owners.get(o, o[:12])}"
-                                                for cpu, o in view.exclusive.items()))
-    console.print(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
-                  f"updates: {len(view.pending_updates)}")
+        trailer.append("exclusive: " + ", ".join(f"{cpu}={owners.get(o, o[:12])}"
+                                                 for cpu, o in view.exclusive.items()))
+    trailer.append(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
+                   f"updates: {len(view.pending_updates)}")
+    click.echo(render.text(*lines, table, *trailer))

@@ -13,10 +13,12 @@ from cpuset_core.errors import (
     CpuListSyntaxError,
     CpusetError,
     CpuUnavailableError,
+    FullCoresUnavailableError,
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
     NumaResolutionError,
+    PinNotAllowedError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
@@ -28,7 +30,7 @@ from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
 from cpuset_core.plan import Plan
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
-from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
+from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings, Spanning
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_core.transaction import apply_transaction, stage, undo_steps
 
@@ -48,12 +50,14 @@ __all__ = [
     "CpusetEngine",
     "CpusetError",
     "Entry",
+    "FullCoresUnavailableError",
     "InsufficientCpusError",
     "InsufficientCpusForReassignmentError",
     "InvalidAnnotationError",
     "Kind",
     "Ledger",
     "NumaResolutionError",
+    "PinNotAllowedError",
     "Placement",
     "Plan",
     "PodFacts",
@@ -62,6 +66,7 @@ __all__ = [
     "Settings",
     "SharedPoolBelowMinimumError",
     "SharedPoolExhaustedError",
+    "Spanning",
     "StalePlanError",
     "Topology",
     "TopologyError",

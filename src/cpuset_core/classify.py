@@ -22,7 +22,7 @@ import enum
 from dataclasses import dataclass
 
 from cpuset_core.cpuset import CPUSet
-from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError
+from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError, PinNotAllowedError
 from cpuset_core.model import ContainerFacts, Kind, PodFacts, subject_of
 from cpuset_core.settings import Settings
 
@@ -86,10 +86,14 @@ _CGROUPFS_PARENTS = {
 def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings) -> Classification:
     """Return the container's classification.
 
-    Raises :class:`InvalidAnnotationError` when the pod's pin annotation is not a valid CPU list.
+    Raises :class:`PinNotAllowedError` when the pod carries the pin annotation but its namespace
+    may not pin, and :class:`InvalidAnnotationError` when the annotation is not a valid CPU list.
     Availability of the pinned CPUs is the engine's concern, not classification's.
     """
     if pod is not None and settings.pin_annotation in pod.annotations:
+        if not settings.may_pin(pod.namespace):
+            raise PinNotAllowedError(subject_of(pod, container), settings.pin_annotation,
+                                     pod.namespace, settings.pin_namespaces)
         value = pod.annotations[settings.pin_annotation]
         try:
             pins = CPUSet.parse(value)

@@ -65,6 +65,20 @@ class InvalidAnnotationError(AdmissionError):
                                   f"at position {cause.position}")
 
 
+class PinNotAllowedError(AdmissionError):
+    """The pod's namespace may not use the pin annotation (``pin_namespaces``)."""
+
+    reason = "pin-namespace-not-allowed"
+
+    def __init__(self, subject: str, key: str, namespace: str,
+                 allowed: Sequence[str]) -> None:
+        self.key = key
+        self.namespace = namespace
+        self.allowed = tuple(allowed)
+        super().__init__(subject, f"namespace {namespace!r} may not use the annotation {key} "
+                                  f"(pin_namespaces allows: {', '.join(self.allowed) or 'none'})")
+
+
 class CpuUnavailableError(AdmissionError):
     """A pinned CPU is offline or does not exist on this machine."""
 
@@ -88,6 +102,17 @@ class InsufficientCpusError(AdmissionError):
         self.free = free
         super().__init__(subject, f"needs {requested} exclusive CPU(s) but only {free} "
                                   f"are free (online minus pinned, exclusive and reserved)")
+
+
+class FullCoresUnavailableError(AdmissionError):
+    """``full_physical_cores`` is on and the request cannot be met with whole free cores."""
+
+    reason = "full-cores-unavailable"
+
+    def __init__(self, subject: str, requested: int, detail: str) -> None:
+        self.requested = requested
+        super().__init__(subject, f"needs {requested} exclusive CPU(s) as whole physical cores "
+                                  f"(full_physical_cores) but {detail}")
 
 
 class InsufficientCpusForReassignmentError(AdmissionError):

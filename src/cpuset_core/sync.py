@@ -13,6 +13,7 @@ from cpuset_core.errors import (
     InsufficientCpusError,
     InvalidAnnotationError,
     NumaResolutionError,
+    PinNotAllowedError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
 )
@@ -85,6 +86,12 @@ def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
     except InvalidAnnotationError as exc:
         problems.append(exc)
         decision = Classification(kind=Kind.SHARED, reason="invalid pin annotation; kept shared")
+    except PinNotAllowedError as exc:
+        # Running already (admitted before the allowlist changed, or while the plugin was down):
+        # reported, and treated as shared rather than given CPUs it may not claim.
+        problems.append(exc)
+        decision = Classification(kind=Kind.SHARED, reason="pin not allowed in its namespace; "
+                                                           "kept shared")
     return _Live(facts, pod, subject, decision)
 
 

@@ -8,8 +8,13 @@ import pytest
 
 from cpuset_core.classify import QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import CPUSet
-from cpuset_core.errors import AdmissionError, CpuListSyntaxError, InvalidAnnotationError
-from cpuset_core.model import ContainerFacts, Kind
+from cpuset_core.errors import (
+    AdmissionError,
+    CpuListSyntaxError,
+    InvalidAnnotationError,
+    PinNotAllowedError,
+)
+from cpuset_core.model import ContainerFacts, Kind, PodFacts
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
 from tests.unit.core.topologies import PERIOD, container, cpus, pod
 
@@ -239,3 +244,43 @@ def test_init_containers_follow_the_same_rule(cpu_limit: float, kind: Kind) -> N
     p = pod("job")
     init = container("init-1", p, cpu_limit=cpu_limit, name="init-migrate")
     assert classify(p, init, DEFAULTS).kind is kind
+
+
+class TestPinNamespaces:
+    """Who may pin: ``Settings.pin_namespaces`` (exact names or globs; default everyone)."""
+
+    @staticmethod
+    def _pod(namespace: str) -> PodFacts:
+        return PodFacts(sandbox_id="s", namespace=namespace, name="p",
+                        annotations={DEFAULT_PIN_ANNOTATION: "1"},
+                        cgroup_parent="/kubepods/burstable/pods")
+
+    def test_everyone_may_pin_by_default(self) -> None:
+        decision = classify(self._pod("anything"), ContainerFacts(id="c", sandbox_id="s",
+                                                                  name="app"), Settings())
+        assert decision.kind is Kind.ANNOTATED
+
+    @pytest.mark.parametrize("namespace", ["weka", "weka-prod", "storage"])
+    def test_exact_and_glob_patterns_admit(self, namespace: str) -> None:
+        settings = Settings(pin_namespaces=("weka*", "storage"))
+        decision = classify(self._pod(namespace), ContainerFacts(id="c", sandbox_id="s",
+                                                                 name="app"), settings)
+        assert decision.pins == CPUSet.parse("1")
+
+    def test_other_namespace_is_refused_with_a_clear_error(self) -> None:
+        settings = Settings(pin_namespaces=("weka*", "storage"))
+        with pytest.raises(PinNotAllowedError) as info:
+            classify(self._pod("default"), ContainerFacts(id="c", sandbox_id="s", name="app"),
+                     settings)
+        assert info.value.reason == "pin-namespace-not-allowed"
+        assert str(info.value) == ("default/p/app: namespace 'default' may not use the annotation "
+                                   "weka.io/cores-ids (pin_namespaces allows: weka*, storage)")
+
+    def test_globs_are_case_sensitive_and_whole_name(self) -> None:
+        settings = Settings(pin_namespaces=("weka",))
+        assert settings.may_pin("weka")
+        assert not settings.may_pin("Weka")
+        assert not settings.may_pin("weka-prod")
+
+    def test_empty_allowlist_refuses_everyone(self) -> None:
+        assert not Settings(pin_namespaces=()).may_pin("default")

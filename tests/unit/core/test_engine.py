@@ -19,6 +19,7 @@ from cpuset_core.errors import (
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
     NumaResolutionError,
+    PinNotAllowedError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
@@ -279,6 +280,12 @@ def reassignment_without_room() -> tuple[CpusetEngine, PodFacts, ContainerFacts]
     return engine, p, container("c", p)
 
 
+def pin_from_disallowed_namespace() -> tuple[CpusetEngine, PodFacts, ContainerFacts]:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(pin_namespaces=("weka-*",)))
+    p = pod("pinned", annotations={KEY: "0"})
+    return engine, p, container("c", p)
+
+
 def unresolvable_numa() -> tuple[CpusetEngine, PodFacts, ContainerFacts]:
     topology = one_cpu_per_node(2, memory=cpus("0"), distances={})
     p = pod("pinned", annotations={KEY: "1"})
@@ -295,6 +302,9 @@ def unresolvable_numa() -> tuple[CpusetEngine, PodFacts, ContainerFacts]:
     (annotated_emptying_the_pool, SharedPoolExhaustedError, "1 shared container(s)"),
     (reassignment_without_room, InsufficientCpusForReassignmentError, "ns/small/main"),
     (unresolvable_numa, NumaResolutionError, "NUMA node 1 has no memory"),
+    (pin_from_disallowed_namespace, PinNotAllowedError,
+     "namespace 'ns' may not use the annotation weka.io/cores-ids (pin_namespaces allows: "
+     "weka-*)"),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_admission_error_names_the_container_and_changes_nothing(
         scenario: Scenario, error: type[AdmissionError], mentions: str) -> None:
@@ -695,6 +705,17 @@ def test_invalid_annotation_at_synchronize_is_a_problem_and_the_container_is_sha
     assert "ns/bad/app" in str(problem)
     assert engine.ledger.entries["bad"].kind is Kind.SHARED
     assert updates_by_id(plan)["bad"].cpus == ALL
+
+
+def test_disallowed_pin_at_synchronize_is_a_problem_and_the_container_is_shared() -> None:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(pin_namespaces=("weka",)))
+    pinned = pod("pinned", annotations={KEY: "1"})
+    plan = sync(engine, [pinned], [container("pinned", pinned, name="app", cpus_now="1")])
+    (problem,) = plan.problems
+    assert isinstance(problem, PinNotAllowedError)
+    assert engine.ledger.entries["pinned"].kind is Kind.SHARED
+    assert engine.ledger.reserved == EMPTY
+    assert updates_by_id(plan)["pinned"].cpus == ALL
 
 
 def test_offline_pin_at_synchronize_is_a_problem_and_the_online_part_is_pinned() -> None:

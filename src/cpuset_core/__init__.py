@@ -7,7 +7,7 @@ implementation detail. See ``docs/library.md``.
 
 from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
-from cpuset_core.engine import CpusetEngine
+from cpuset_core.engine import LIVE_SETTINGS, CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
     CpuListSyntaxError,
@@ -48,6 +48,7 @@ __all__ = [
     "CpuListSyntaxError",
     "CpuUnavailableError",
     "CpusetEngine",
+    "LIVE_SETTINGS",
     "CpusetError",
     "Entry",
     "FullCoresUnavailableError",

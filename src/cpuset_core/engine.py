@@ -31,6 +31,10 @@ from cpuset_core.settings import Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
 
+LIVE_SETTINGS = frozenset({"pin_namespaces", "exclusive_on_isolated", "full_physical_cores",
+                           "spanning", "min_shared_pool"})
+"""Settings :meth:`CpusetEngine.reconfigure` may change on a running engine."""
+
 
 class CpusetEngine:
     """Decides every container's cpuset on one machine. Not thread-safe: one caller at a time
@@ -62,6 +66,23 @@ class CpusetEngine:
     def placement(self, container_id: str) -> Placement | None:
         """Where the committed ledger says the container runs (``None`` if unknown)."""
         return self._ledger.placement(container_id, self.shared_pool())
+
+    def reconfigure(self, settings: Settings) -> None:
+        """Apply new settings to the decisions that follow; existing placements stay.
+
+        Only settings that do not change what running containers are owed may change live
+        (who may pin, the allocation options, the minimum shared pool). Raises ``ValueError``
+        naming the fields that need a restart (``LIVE_SETTINGS`` lists the others): changing
+        the reserved CPUs or the pin annotation re-decides running containers, which a restart
+        does from the runtime's own report.
+        """
+        fixed = [name for name in Settings.__dataclass_fields__
+                 if name not in LIVE_SETTINGS
+                 and getattr(settings, name) != getattr(self._settings, name)]
+        if fixed:
+            raise ValueError(f"{', '.join(fixed)} cannot change while running; restart to "
+                             f"apply")
+        self._settings = settings
 
     def commit(self, plan: Plan) -> None:
         """Make ``plan`` current. Raises :class:`StalePlanError` when the ledger changed after

@@ -1008,3 +1008,31 @@ def test_synchronize_reports_a_pool_below_the_minimum() -> None:
 def test_a_negative_minimum_is_refused() -> None:
     with pytest.raises(ValueError, match="min_shared_pool must be >= 0"):
         Settings(min_shared_pool=-1)
+
+
+# -- reconfigure -------------------------------------------------------------------------------
+
+
+def test_reconfigure_applies_live_settings_to_later_decisions_only() -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    first = annotated_ctr(engine, "first", "0")
+    engine.reconfigure(Settings(pin_namespaces=("weka",), min_shared_pool=2))
+    assert engine.settings.pin_namespaces == ("weka",)
+    assert engine.placement(first.container_id or "") is not None
+    p = pod("second", annotations={KEY: "1"})
+    with pytest.raises(PinNotAllowedError):
+        engine.plan_create(p, container("second", p))
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (Settings(system_reserved=cpus("0")), "system_reserved"),
+    (Settings(strict_reservation=True), "strict_reservation"),
+    (Settings(pin_annotation="example.com/pin", system_reserved=cpus("1")),
+     "pin_annotation, system_reserved"),
+])
+def test_reconfigure_refuses_settings_that_need_a_restart(change: Settings, named: str) -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    before = engine.settings
+    with pytest.raises(ValueError, match=f"^{named} cannot change while running"):
+        engine.reconfigure(change)
+    assert engine.settings is before

@@ -37,6 +37,7 @@ from cpuset_core.transaction import apply_transaction, stage, undo_steps
 __all__ = [
     "DEFAULT_PIN_ANNOTATION",
     "EMPTY",
+    "LIVE_SETTINGS",
     "MAX_ID",
     "AdmissionError",
     "CPUSet",
@@ -48,7 +49,6 @@ __all__ = [
     "CpuListSyntaxError",
     "CpuUnavailableError",
     "CpusetEngine",
-    "LIVE_SETTINGS",
     "CpusetError",
     "Entry",
     "FullCoresUnavailableError",

@@ -13,6 +13,7 @@ from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import (
     CpuUnavailableError,
+    FullCoresUnavailableError,
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     NumaResolutionError,
@@ -23,7 +24,12 @@ from cpuset_core.errors import (
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.plan import Plan, PoolChange
-from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.exclusive import (
+    AllocationOptions,
+    Choice,
+    ExclusiveAllocator,
+    WholeCoresUnavailableError,
+)
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
@@ -32,7 +38,7 @@ from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
 
 LIVE_SETTINGS = frozenset({"pin_namespaces", "exclusive_on_isolated", "full_physical_cores",
-                           "spanning", "min_shared_pool"})
+                           "spanning", "keep_free_numa_nodes", "min_shared_pool"})
 """Settings :meth:`CpusetEngine.reconfigure` may change on a running engine."""
 
 
@@ -173,10 +179,12 @@ class CpusetEngine:
             raise NumaResolutionError(subject, pins.format(), str(exc)) from exc
         free = exclusive_free(self._topology, working.reserved, self._settings)
         try:
-            moves = plan_moves(self._topology, self._allocator, working, pins, free)
+            moves = plan_moves(self._topology, self._allocator, working, pins, free,
+                               options=self._options())
         except NoRoomToMoveError as exc:
-            raise InsufficientCpusForReassignmentError(subject, exc.conflicting, exc.needed,
-                                                       exc.free) from exc
+            raise InsufficientCpusForReassignmentError(
+                subject, exc.conflicting, exc.needed, exc.free,
+                whole_cores=self._settings.full_physical_cores) from exc
         result = working
         move_updates: list[ContainerUpdate] = []
         for move in moves:
@@ -203,7 +211,7 @@ class CpusetEngine:
         free = exclusive_free(self._topology, working.reserved, self._settings)
         if decision.request > len(free):
             raise InsufficientCpusError(subject, decision.request, len(free))
-        choice = self._allocator.choose(free, decision.request, exclusive=working.exclusive)
+        choice = self._choose(subject, decision.request, free, exclusive=working.exclusive)
         reason = f"{decision.reason}; {choice.describe()}"
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
                       kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
@@ -218,15 +226,15 @@ class CpusetEngine:
         wanted = decision.request
         if wanted < len(current):
             # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
-            choice = self._allocator.choose(current, wanted, exclusive=working.exclusive)
+            choice = self._choose(subject, wanted, current, exclusive=working.exclusive)
             cpus, how = choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"
         else:
             free = exclusive_free(self._topology, working.reserved, self._settings) - current
             extra = wanted - len(current)
             if extra > len(free):
                 raise InsufficientCpusError(subject, wanted, len(free) + len(current))
-            choice = self._allocator.choose(free, extra, exclusive=working.exclusive,
-                                            prefer_numa=self._topology.numa_nodes_of(current))
+            choice = self._choose(subject, extra, free, exclusive=working.exclusive,
+                                  prefer_numa=self._topology.numa_nodes_of(current))
             cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
                                                f"{choice.describe()}"
         reason = f"{decision.reason}; {how}"
@@ -234,6 +242,18 @@ class CpusetEngine:
                       kind=Kind.INTEGER, cpus=cpus, request=wanted, reason=reason)
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), reason)
+
+    def _options(self) -> AllocationOptions:
+        return AllocationOptions.from_settings(self._settings)
+
+    def _choose(self, subject: str, count: int, free: CPUSet, *, exclusive: CPUSet,
+                prefer_numa: CPUSet | None = None) -> Choice:
+        """The allocator's choice under the operator's options, its refusals typed."""
+        try:
+            return self._allocator.choose(free, count, exclusive=exclusive,
+                                          prefer_numa=prefer_numa, options=self._options())
+        except WholeCoresUnavailableError as exc:
+            raise FullCoresUnavailableError(subject, count, exc.detail) from exc
 
     def _unchanged(self, container_id: str, reason: str) -> Plan:
         base = self._ledger

@@ -120,13 +120,15 @@ class InsufficientCpusForReassignmentError(AdmissionError):
 
     reason = "insufficient-cpus-for-reassignment"
 
-    def __init__(self, subject: str, conflicting: Sequence[str], needed: int, free: int) -> None:
+    def __init__(self, subject: str, conflicting: Sequence[str], needed: int, free: int, *,
+                 whole_cores: bool = False) -> None:
         self.conflicting = tuple(conflicting)
         self.needed = needed
         self.free = free
+        where = " in wholly free cores (full_physical_cores)" if whole_cores else ""
         super().__init__(subject, f"pinned CPUs are held by integer container(s) "
                                   f"{', '.join(self.conflicting)}; moving them needs {needed} "
-                                  f"free CPU(s) but only {free} are free")
+                                  f"free CPU(s){where} but only {free} are free")
 
 
 class SharedPoolExhaustedError(AdmissionError):

@@ -41,6 +41,10 @@ class Settings:
     a request that cannot be met that way is refused rather than split."""
     spanning: Spanning = Spanning.PACK
     """How requests larger than any NUMA node's free CPUs are laid out over several nodes."""
+    keep_free_numa_nodes: bool = False
+    """Place requests that fit one NUMA node in a node already in use whenever one holds them,
+    even when that gives up L3 confinement, so wholly free nodes stay free for NUMA-sized
+    requests (docs/allocation.md has the measured trade-off)."""
     min_shared_pool: int = 0
     """Refuse pins and exclusive requests that would shrink the shared pool below this many
     CPUs (0: only an empty pool is refused, and only while shared containers exist)."""

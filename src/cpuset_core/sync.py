@@ -10,6 +10,7 @@ from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import (
     AdmissionError,
     CpuUnavailableError,
+    FullCoresUnavailableError,
     InsufficientCpusError,
     InvalidAnnotationError,
     NumaResolutionError,
@@ -27,7 +28,11 @@ from cpuset_core.model import (
     subject_of,
 )
 from cpuset_core.plan import Plan
-from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.exclusive import (
+    AllocationOptions,
+    ExclusiveAllocator,
+    WholeCoresUnavailableError,
+)
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.shared import exclusive_free, shared_pool
 from cpuset_core.settings import Settings
@@ -135,6 +140,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         claimed for i in shared
         if (claimed := parse_reported(i.facts.cpus)) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
+    options = AllocationOptions.from_settings(settings)
     pending: list[_Live] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
         current = parse_reported(item.facts.cpus)
@@ -147,7 +153,11 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         if request > len(free):
             state.demote(item, InsufficientCpusError(item.subject, request, len(free)))
             continue
-        cpus = allocator.take(free, request, exclusive=state.exclusive)
+        try:
+            cpus = allocator.take(free, request, exclusive=state.exclusive, options=options)
+        except WholeCoresUnavailableError as exc:
+            state.demote(item, FullCoresUnavailableError(item.subject, request, exc.detail))
+            continue
         if not state.admit(item, cpus):
             state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))

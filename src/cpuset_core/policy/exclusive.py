@@ -24,11 +24,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cpuset_core.cpuset import EMPTY, CPUSet, lowest_bits
+from cpuset_core.settings import Settings, Spanning
 from cpuset_core.topology import Topology
 
 _ORPHAN_NEXT_TO_NON_EXCLUSIVE = 0
 _ORPHAN_NEXT_TO_EXCLUSIVE = 1
 _SPLIT_WHOLE_CORE = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocationOptions:
+    """The operator's allocation options (from :class:`Settings`)."""
+
+    whole_cores: bool = False
+    """Only wholly free physical cores, and only requests they add up to exactly."""
+    spanning: Spanning = Spanning.PACK
+    keep_free_numa_nodes: bool = False
+    """Prefer domains in NUMA nodes already in use, even over L3 confinement."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AllocationOptions:
+        return cls(whole_cores=settings.full_physical_cores, spanning=settings.spanning,
+                   keep_free_numa_nodes=settings.keep_free_numa_nodes)
+
+
+DEFAULT_OPTIONS = AllocationOptions()
+
+
+class WholeCoresUnavailableError(ValueError):
+    """Whole-core mode: no set of wholly free cores adds up to the request."""
+
+    def __init__(self, count: int, detail: str) -> None:
+        self.count = count
+        self.detail = detail
+        super().__init__(f"{count} CPU(s) as whole cores: {detail}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +70,9 @@ class _Domain:
     socket: int
     mask: int
     cores: tuple[int, ...]
+    node_mask: int
+    """The NUMA node the domain lies in (itself for a node; 0 for a socket)."""
+    socket_mask: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +120,8 @@ class ExclusiveAllocator:
     def __init__(self, topology: Topology) -> None:
         online = topology.online.mask
         self._cores = tuple(m for m in (core.mask & online for core in topology.cores) if m)
+        sizes = {core.bit_count() for core in self._cores}
+        self._uniform_core_size = sizes.pop() if len(sizes) == 1 else 0
         numa: list[_Domain] = []
         l3: list[_Domain] = []
         for node in topology.numa_nodes:
@@ -95,51 +129,87 @@ class ExclusiveAllocator:
             if not node_mask:
                 continue
             socket = topology.info((node_mask & -node_mask).bit_length() - 1).socket
-            numa.append(self._domain(1, node, node, socket, node_mask))
+            socket_mask = topology.cpus_of_socket(socket).mask & online
+            numa.append(self._domain(1, node, node, socket, node_mask, node_mask=node_mask,
+                                     socket_mask=socket_mask))
             for group in topology.l3_groups:
                 part = group.mask & node_mask
                 if part and part != node_mask:
-                    l3.append(self._domain(0, len(l3), node, socket, part))
+                    l3.append(self._domain(0, len(l3), node, socket, part,
+                                           node_mask=node_mask, socket_mask=socket_mask))
         self._l3 = tuple(l3)
         self._numa = tuple(numa)
         self._sockets = tuple(
-            self._domain(2, s, -1, s, topology.cpus_of_socket(s).mask & online)
-            for s in topology.sockets if topology.cpus_of_socket(s).mask & online)
+            self._domain(2, s, -1, s, mask, node_mask=0, socket_mask=mask)
+            for s in topology.sockets if (mask := topology.cpus_of_socket(s).mask & online))
 
-    def _domain(self, level: int, order: int, node: int, socket: int, mask: int) -> _Domain:
+    def _domain(self, level: int, order: int, node: int, socket: int, mask: int, *,
+                node_mask: int, socket_mask: int) -> _Domain:
         return _Domain(level, order, node, socket, mask,
-                       tuple(c & mask for c in self._cores if c & mask))
+                       tuple(c & mask for c in self._cores if c & mask), node_mask, socket_mask)
+
+    def whole_core_cpus(self, free: CPUSet) -> CPUSet:
+        """The CPUs of ``free`` that lie in wholly free cores (every online thread free)."""
+        mask = free.mask
+        return CPUSet.from_mask(sum(core for core in self._cores if core & mask == core))
 
     def take(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
-             prefer_numa: CPUSet | None = None) -> CPUSet:
+             prefer_numa: CPUSet | None = None,
+             options: AllocationOptions = DEFAULT_OPTIONS) -> CPUSet:
         """Return ``count`` CPUs out of ``free`` (see :meth:`choose`)."""
-        return self.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa).cpus
+        return self.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa,
+                           options=options).cpus
 
     def choose(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
-               prefer_numa: CPUSet | None = None) -> Choice:
+               prefer_numa: CPUSet | None = None,
+               options: AllocationOptions = DEFAULT_OPTIONS) -> Choice:
         """Choose ``count`` CPUs out of ``free`` and say how.
 
         ``exclusive`` are CPUs owned by other exclusive containers (to keep new threads off their
         cores); ``prefer_numa`` names NUMA nodes to try first (a container being moved stays
-        near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs.
+        near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs, and
+        :class:`WholeCoresUnavailableError` (a ``ValueError``) when ``options.whole_cores``
+        is set and no set of wholly free cores adds up to ``count``.
         """
         if count <= 0:
             return Choice(cpus=EMPTY, domain="nothing requested", whole_cores=0, orphans=0,
                           beside_exclusive=0, splits=0)
-        free_mask, others = free.mask, exclusive.mask
-        if free_mask.bit_count() < count:
+        if free.mask.bit_count() < count:
             raise ValueError(f"{count} CPUs requested but only {len(free)} free")
+        free_mask, others = free.mask, exclusive.mask
+        if options.whole_cores:
+            free_mask = self.whole_core_cpus(free).mask
+            self._check_whole_cores(free_mask, count)
         levels: list[Sequence[_Domain]] = [self._l3, self._numa]
+        if options.keep_free_numa_nodes:
+            # Domains in NUMA nodes something already uses first: a wholly free node stays
+            # whole for a later NUMA-sized request, at the price of L3 confinement.
+            def untouched(d: _Domain) -> bool:
+                return d.node_mask & free_mask == d.node_mask
+            in_use: list[Sequence[_Domain]] = [[d for d in level if not untouched(d)]
+                                               for level in levels]
+            levels = in_use + [[d for d in level if untouched(d)] for level in levels]
         if prefer_numa is not None:
             levels[:0] = [[d for d in level if d.node in prefer_numa] for level in levels]
         for domains in levels:
-            found = _best_fit(domains, free_mask, count, others)
+            found = _best_fit(domains, free_mask, count, others, whole=options.whole_cores)
             if found is not None:
                 domain, take = found
                 return _choice(take, _describe(domain, free_mask))
-        return self._spanning(free_mask, count, others)
+        return self._spanning(free_mask, count, others, options)
 
-    def _spanning(self, free: int, count: int, exclusive: int) -> Choice:
+    def _check_whole_cores(self, free_whole: int, count: int) -> None:
+        size = self._uniform_core_size
+        if size > 1 and count % size:
+            raise WholeCoresUnavailableError(
+                count, f"{count} is not a multiple of the {size} threads per core")
+        available = free_whole.bit_count()
+        if available < count:
+            raise WholeCoresUnavailableError(
+                count, f"only {available} free CPU(s) lie in wholly free cores")
+
+    def _spanning(self, free: int, count: int, exclusive: int,
+                  options: AllocationOptions) -> Choice:
         """Take from several NUMA nodes: every socket that holds the request (else the whole
         machine) is a candidate scope; within one, nodes are gathered by whole-core capacity,
         then free CPUs, until they hold the request. Candidates are ranked like single domains
@@ -151,23 +221,33 @@ class ExclusiveAllocator:
         fitting = [s for s in self._sockets if free_in(s) >= count]
         scopes = [[d for d in self._numa if d.socket == s.socket] for s in fitting] or \
             [list(self._numa)]
+        spread = options.spanning is Spanning.SPREAD
         best: tuple[tuple[int, ...], list[_Domain], _Take] | None = None
         for scope in scopes:
             for chosen in _node_sets(scope, free, count):
-                cores = tuple(c for node in chosen for c in node.cores)
-                take = _take_threads(cores, free, count, exclusive)
+                if spread:
+                    take = _spread_take(chosen, free, count, exclusive, self._uniform_core_size)
+                else:
+                    take = _take_threads(tuple(c for node in chosen for c in node.cores), free,
+                                         count, exclusive)
+                if options.whole_cores and (take.splits or take.orphans):
+                    continue
                 gathered = sum(free_in(d) for d in chosen)
                 key = (take.splits, take.beside_exclusive, len(chosen), take.cores_touched,
                        gathered, chosen[0].order)
                 if best is None or key < best[0]:
                     best = (key, chosen, take)
-        assert best is not None  # the caller checked that enough CPUs are free
+        if best is None:
+            # Only whole-core mode rejects candidates; the caller checked the free count.
+            raise WholeCoresUnavailableError(count, "no choice of wholly free cores adds up "
+                                                    "to it")
         _, chosen, take = best
         nodes = CPUSet(d.node for d in chosen)
         sockets = {d.socket for d in chosen}
         where = (f"NUMA nodes {nodes} of socket {chosen[0].socket}" if len(sockets) == 1
                  else f"NUMA nodes {nodes} across sockets")
-        return _choice(take, f"{where} (no single NUMA node holds {count})")
+        layout = ", spread evenly" if spread and len(chosen) > 1 else ""
+        return _choice(take, f"{where}{layout} (no single NUMA node holds {count})")
 
 
 def _node_sets(scope: Sequence[_Domain], free: int, count: int) -> list[list[_Domain]]:
@@ -211,20 +291,64 @@ def _describe(domain: _Domain, free: int) -> str:
     return f"NUMA node {domain.node} (best fit, {available} free)"
 
 
-def _best_fit(domains: Sequence[_Domain], free: int, count: int,
-              exclusive: int) -> tuple[_Domain, _Take] | None:
-    best: tuple[tuple[int, int, int, int, int], _Domain, _Take] | None = None
+def _best_fit(domains: Sequence[_Domain], free: int, count: int, exclusive: int, *,
+              whole: bool) -> tuple[_Domain, _Take] | None:
+    best: tuple[tuple[int, ...], _Domain, _Take] | None = None
     for domain in domains:
         available = (free & domain.mask).bit_count()
         if available < count:
             continue
         take = _take_threads(domain.cores, free, count, exclusive)
+        if whole and (take.splits or take.orphans):
+            continue  # its whole free cores do not add up to the request
         # Quality of the take first (no split core, no foreign exclusive sibling, fewest cores),
-        # then best fit, then position.
-        key = (take.splits, take.beside_exclusive, take.cores_touched, available, domain.order)
+        # then best fit at every level up: the fullest NUMA node, then the fullest socket, then
+        # the tightest domain. Among equally clean takes, cutting into the emptiest node would
+        # break up room a later NUMA-sized request needs.
+        key = (take.splits, take.beside_exclusive, take.cores_touched,
+               (free & domain.node_mask).bit_count(), (free & domain.socket_mask).bit_count(),
+               available, domain.order)
         if best is None or key < best[0]:
             best = (key, domain, take)
     return None if best is None else (best[1], best[2])
+
+
+def _spread_take(nodes: Sequence[_Domain], free: int, count: int, exclusive: int,
+                 unit: int) -> _Take:
+    """Take ``count`` CPUs from ``nodes`` in shares as even as whole cores allow: every node
+    gets the same number of cores' worth (``unit`` threads each), the remainder going to the
+    nodes with the most free CPUs, each share capped by what the node has free."""
+    unit = max(unit, 1)
+    capacity = [(free & node.mask).bit_count() for node in nodes]
+    shares = [0] * len(nodes)
+    remaining = count
+    # Water-filling in whole-core units (then single threads for a remainder below a unit):
+    # each round gives one unit to every node that still has room, most free first.
+    order = sorted(range(len(nodes)), key=lambda i: (-capacity[i], nodes[i].order))
+    step = unit
+    while remaining:
+        progressed = False
+        for i in order:
+            grant = min(step, remaining, capacity[i] - shares[i])
+            if grant <= 0 or (step > 1 and grant < step and remaining >= step):
+                continue
+            shares[i] += grant
+            remaining -= grant
+            progressed = True
+            if not remaining:
+                break
+        if not progressed:
+            if step == 1:
+                break  # cannot happen: the node set holds ``count`` free CPUs
+            step = 1
+    total = _Take(0, 0, 0, 0, 0)
+    for node, share in zip(nodes, shares, strict=True):
+        if share:
+            part = _take_threads(node.cores, free, share, exclusive)
+            total = _Take(total.mask | part.mask, total.splits + part.splits,
+                          total.beside_exclusive + part.beside_exclusive,
+                          total.cores_touched + part.cores_touched, total.orphans + part.orphans)
+    return total
 
 
 def _take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -> _Take:

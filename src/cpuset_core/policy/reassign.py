@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.ledger import Entry, Ledger
-from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.exclusive import (
+    DEFAULT_OPTIONS,
+    AllocationOptions,
+    ExclusiveAllocator,
+)
 from cpuset_core.topology import Topology
 
 
@@ -28,7 +33,8 @@ class NoRoomToMoveError(ValueError):
 
 
 def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger,
-               pins: CPUSet, free: CPUSet) -> tuple[Move, ...]:
+               pins: CPUSet, free: CPUSet, *,
+               options: AllocationOptions = DEFAULT_OPTIONS) -> tuple[Move, ...]:
     """Return new exclusive sets for every integer container holding a CPU in ``pins``.
 
     Each container either keeps its CPUs outside ``pins`` and gets replacements for the rest, or
@@ -36,25 +42,40 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     a moved latency-critical container should not end up on half-cores beside the pin), always
     from ``free − pins`` and preferring its own NUMA node(s) so it stays near the memory it has
     touched. Containers are handled in order of their lowest CPU, so the result is
-    deterministic. Raises :class:`NoRoomToMoveError` when the replacements do not fit.
+    deterministic. With ``options.whole_cores`` a container keeps only the cores the pins leave
+    whole and every replacement is a wholly free core. Raises :class:`NoRoomToMoveError` when
+    the replacements do not fit.
     """
     owners = sorted({ledger.int_owner[cpu] for cpu in pins & ledger.exclusive},
                     key=lambda cid: ledger.entries[cid].cpus.first())
     if not owners:
         return ()
+    subjects = tuple(ledger.entries[c].subject for c in owners)
     available = free - pins
-    needed = sum(len(ledger.entries[cid].cpus & pins) for cid in owners)
-    if needed > len(available):
-        raise NoRoomToMoveError(tuple(ledger.entries[c].subject for c in owners), needed,
-                                len(available))
+    whole = options.whole_cores
+
+    def usable(cpus: CPUSet) -> CPUSet:
+        return allocator.whole_core_cpus(cpus) if whole else cpus
+
+    def to_replace(current: CPUSet) -> int:
+        return len(current) - len(usable(current - pins))
+
+    needed = sum(to_replace(ledger.entries[cid].cpus) for cid in owners)
+    if needed > len(usable(available)):
+        raise NoRoomToMoveError(subjects, needed, len(usable(available)))
     exclusive = ledger.exclusive
     moves: list[Move] = []
     for cid in owners:
         entry = ledger.entries[cid]
-        needed -= len(entry.cpus & pins)
+        needed -= to_replace(entry.cpus)
         others = exclusive - entry.cpus
-        cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins, available=available,
-                             others=others, reserve=needed)
+        try:
+            cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins,
+                                 available=available, others=others, reserve=needed,
+                                 options=options)
+        except ValueError as exc:  # whole-core mode: the free whole cores do not add up
+            raise NoRoomToMoveError(subjects, needed + to_replace(entry.cpus),
+                                    len(usable(available))) from exc
         # Its unpinned CPUs that it did not keep are free again for the containers after it.
         available = (available | (entry.cpus - pins)) - cpus
         exclusive = others | cpus
@@ -63,22 +84,39 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
 
 
 def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,
-                  pins: CPUSet, available: CPUSet, others: CPUSet, reserve: int) -> CPUSet:
+                  pins: CPUSet, available: CPUSet, others: CPUSet, reserve: int,
+                  options: AllocationOptions) -> CPUSet:
     """Return the better of "keep what is not pinned and top up" and "a fresh set": the one
     whose threads share fewer physical cores with anyone else; on a tie the top-up, which moves
     fewer CPUs. Both prefer the container's own NUMA node(s). A fresh set is only taken if it
     leaves ``reserve`` CPUs for the containers still to move."""
     keep = current - pins
+    if options.whole_cores:
+        keep = allocator.whole_core_cpus(keep)
     nodes = topology.numa_nodes_of(current)
     # Its own CPUs are not "another owner": a replacement beside them is the best place.
-    top_up = keep | allocator.take(available, len(current & pins), exclusive=others,
-                                   prefer_numa=nodes)
+    top_up = _attempt(lambda: keep | allocator.take(
+        available, len(current) - len(keep), exclusive=others, prefer_numa=nodes,
+        options=options))
     pool = available | keep
-    fresh = allocator.take(pool, len(current), exclusive=others, prefer_numa=nodes)
-    if (len(pool - fresh) >= reserve
-            and _shared_cores(topology, fresh) < _shared_cores(topology, top_up)):
+    fresh = _attempt(lambda: allocator.take(pool, len(current), exclusive=others,
+                                            prefer_numa=nodes, options=options))
+    if fresh is not None and len(pool - fresh) < reserve:
+        fresh = None  # it would starve the containers still to move
+    if top_up is None or (fresh is not None and
+                          _shared_cores(topology, fresh) < _shared_cores(topology, top_up)):
+        if fresh is None:
+            raise ValueError("no whole cores add up to the replacement")
         return fresh
     return top_up
+
+
+def _attempt(choose: Callable[[], CPUSet]) -> CPUSet | None:
+    """The allocator's answer, or ``None`` when whole-core mode finds no cores adding up."""
+    try:
+        return choose()
+    except ValueError:
+        return None
 
 
 def _shared_cores(topology: Topology, cpus: CPUSet) -> int:

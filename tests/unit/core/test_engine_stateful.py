@@ -13,6 +13,9 @@ After every step:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -38,12 +41,15 @@ from cpuset_adapters.machines import (
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
+    ContainerUpdate,
     CPUSet,
     CpusetEngine,
     Kind,
+    Placement,
     PodFacts,
     Settings,
     SharedPoolExhaustedError,
+    Spanning,
     UpdateTransactionError,
     violations,
 )
@@ -62,12 +68,20 @@ class EngineLifecycle(RuleBasedStateMachine):
         self.pool_exhausted_at_sync = False
 
     @initialize(shape=st.sampled_from(SHAPES), reserve_first=st.booleans(),
-                strict=st.booleans(), min_pool=st.sampled_from([0, 0, 2, 6]))
-    def start(self, shape: object, reserve_first: bool, strict: bool, min_pool: int) -> None:
+                strict=st.booleans(), min_pool=st.sampled_from([0, 0, 2, 6]),
+                options=st.fixed_dictionaries({
+                    "exclusive_on_isolated": st.booleans(),
+                    "full_physical_cores": st.booleans(),
+                    "spanning": st.sampled_from(Spanning),
+                    "keep_free_numa_nodes": st.booleans(),
+                    "pin_namespaces": st.sampled_from([("*",), ("n*",), ("weka",)]),
+                }))
+    def start(self, shape: object, reserve_first: bool, strict: bool, min_pool: int,
+              options: dict[str, Any]) -> None:
         topology = build_topology(shape)  # type: ignore[arg-type]
         reserved = CPUSet([topology.online.first()]) if reserve_first else CPUSet()
         self.settings = Settings(system_reserved=reserved, strict_reservation=strict,
-                                 min_shared_pool=min_pool)
+                                 min_shared_pool=min_pool, **options)
         self.topology = topology
         self.engine = CpusetEngine(topology, self.settings)
         self.host = FakeHost(topology)
@@ -116,7 +130,17 @@ class EngineLifecycle(RuleBasedStateMachine):
             return []
         assert plan.placement is not None
         self._assert_floor_kept(pool_before)
+        self._assert_options_kept(plan.placement, plan.moves)
         return [facts.id]
+
+    def _assert_options_kept(self, placement: Placement, moves: Sequence[ContainerUpdate]) -> None:
+        """What a decision placed honours the options in force when it was made."""
+        if not self.settings.full_physical_cores:
+            return
+        placed = [placement.cpus] if placement.kind is Kind.INTEGER else []
+        for cpus in [*placed, *(m.cpus for m in moves if m.kind is Kind.INTEGER)]:
+            for core in self.topology.cores_within(cpus):
+                assert (core & self.topology.online) <= cpus, f"{cpus} splits core {core}"
 
     def _assert_floor_kept(self, pool_before: int) -> None:
         """An admission that shrank the shared pool left it at or above the minimum."""
@@ -148,6 +172,8 @@ class EngineLifecycle(RuleBasedStateMachine):
         created = self._create(pod, self._container(pod, data.draw(st.sampled_from([None, 1]))))
         if created:
             assert self.host.containers[created[0]].cpus == CPUSet(pins)
+        if not self.settings.may_pin(pod.namespace):
+            assert created == [], "a pin from a namespace that may not pin was admitted"
         return multiple(*created)
 
     @rule(value=st.sampled_from(["", "0,,1", "3-1", "a", "0, 1", "-1"]))
@@ -182,6 +208,8 @@ class EngineLifecycle(RuleBasedStateMachine):
         placement = plan.placement
         assert placement is not None
         self._assert_floor_kept(pool_before)
+        if before is None or placement.cpus != before.cpus:  # a size kept is no new decision
+            self._assert_options_kept(placement, plan.moves)
         if placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER:
             wanted = int(cpus or 0)
             # Kept where possible: a shrink is a subset, a growth a superset.
@@ -190,6 +218,20 @@ class EngineLifecycle(RuleBasedStateMachine):
         if placement.kind is Kind.ANNOTATED:
             assert before is not None
             assert placement.cpus == before.cpus  # pins never move
+
+    @rule(options=st.fixed_dictionaries({
+        "full_physical_cores": st.booleans(),
+        "spanning": st.sampled_from(Spanning),
+        "keep_free_numa_nodes": st.booleans(),
+        "pin_namespaces": st.sampled_from([("*",), ("weka",)]),
+        "min_shared_pool": st.sampled_from([0, 2]),
+    }))
+    def reconfigure_live(self, options: dict[str, Any]) -> None:
+        """An operator's reload: later decisions follow the new options, placements stay."""
+        ledger = self.engine.ledger
+        self.settings = replace(self.settings, **options)
+        self.engine.reconfigure(self.settings)
+        assert self.engine.ledger is ledger
 
     @rule()
     def remove_unknown_container_is_a_no_op(self) -> None:

@@ -80,6 +80,7 @@ from cpuset_core import (
     CpusetEngine,
     PodFacts,
     Settings,
+    Spanning,
     Topology,
 )
 from cpuset_core.policy.shared import exclusive_free
@@ -631,6 +632,52 @@ def targets(cases: Sequence[Case]) -> list[Target]:
     return result
 
 
+# The operator's options, each on the trace that shows what it trades (defaults above).
+OPTION_RUNS: Sequence[tuple[str, str, Settings]] = (
+    ("fragment", "+nodes", Settings(keep_free_numa_nodes=True)),
+    ("numa-fill", "+spread", Settings(spanning=Spanning.SPREAD)),
+    ("churn", "+cores", Settings(full_physical_cores=True)),
+)
+OPTION_MACHINES = ("EPYC_LIKE", "EPYC_NPS4_256/L3=8", "XEON_384")
+
+
+def _span_balance(topology: Topology, simulation: Simulation) -> str:
+    """Requests placed over several NUMA nodes, and how uneven their shares were on average
+    (largest minus smallest per-node share, in CPUs)."""
+    gaps: list[int] = []
+    for result in simulation.results:
+        if not isinstance(result, Placed):
+            continue
+        cpus = CPUSet.parse(result.cpus)
+        shares = [len(cpus & topology.cpus_of_numa(n)) for n in topology.numa_nodes_of(cpus)]
+        if len(shares) > 1:
+            gaps.append(max(shares) - min(shares))
+    if not gaps:
+        return "no spanning request"
+    return f"{len(gaps)} spanning, share gap avg {sum(gaps) / len(gaps):.1f} CPUs"
+
+
+def _print_options(machines: Sequence[Machine], events: int, seed: int) -> None:
+    print("\n== options (ours with one option set vs the default, same trace; "
+          "docs/allocation.md)")
+    print(HEADER + "  spanning layout / refusals")
+    for machine in machines:
+        if machine.name not in OPTION_MACHINES:
+            continue
+        topology = build_topology(machine.shape)
+        specs = {spec.name: spec for spec in build_traces(topology, events, seed)}
+        print(f"-- {machine.name}")
+        for trace, label, settings in OPTION_RUNS:
+            spec = specs[trace]
+            for name, chosen in (("default", None), (label, settings)):
+                sim = replay(topology, spec.events, settings=chosen)
+                outcome = Outcome(sim.metrics, _probes(topology, sim, spec.probes),
+                                  _rejected_pins(sim, spec.events), 0.0)
+                refused = sum(isinstance(r, Rejected) for r in sim.results)
+                print(f"{_row(trace, name, outcome)}  {_span_balance(topology, sim)}; "
+                      f"{refused} refused")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -668,6 +715,8 @@ def main() -> int:
                       f"a split); refused: ours {case.ours.rejected_pins}, kubelet "
                       f"{case.kubelet.rejected_pins}")
         sys.stdout.flush()
+    if not args.quick:
+        _print_options(machines, events, args.seed)
     print("\n== targets (our policy; the kubelet's value in brackets)")
     for target in targets(cases):
         print(f"[{'MET' if target.met else 'MISSED'}] {target.name}: {target.value} "

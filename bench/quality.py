@@ -723,6 +723,8 @@ def main() -> int:
               f"[kubelet: {target.kubelet}]")
         for miss in target.misses:
             print(f"    below target: {miss}")
+        if target.misses:
+            print("    each case is analysed in docs/performance.md (\"The gaps, honestly\")")
     ours = sum(c.ours.seconds for c in cases)
     theirs = sum(c.kubelet.seconds for c in cases)
     print(f"\nwall time {time.perf_counter() - started:.1f} s (ours replay {ours:.1f} s, "

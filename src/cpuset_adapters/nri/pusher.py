@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import CPUSet, CpusetEngine
 
@@ -29,8 +30,10 @@ _log = logging.getLogger("nri_cpuset.updates")
 class UpdatePusher:
     """Coalesces dirty containers and sends their current placement in one batch at a time."""
 
-    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0) -> None:
+    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0,
+                 observer: Observer = NO_OBSERVER) -> None:
         self._engine = engine
+        self._observer = observer
         self._dirty: set[str] = set()
         self._sent: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         self._wake = asyncio.Event()
@@ -119,6 +122,7 @@ class UpdatePusher:
                 if generation != self._generation:
                     continue  # the connection was replaced: the next Synchronize decides
                 self.failures += 1
+                self._observer.update_batch("failed", len(batch))
                 _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
                              self._subjects(batch), exc, backoff)
                 for cid in translate.ids(batch):
@@ -132,6 +136,7 @@ class UpdatePusher:
                 continue
             self.batches_sent += 1
             self.updates_sent += len(batch)
+            self._observer.update_batch("applied", len(batch))
             self._settle(batch)
             _log.info("sent %d live update(s): %s", len(batch), self._subjects(batch))
 

@@ -3,16 +3,18 @@ lines that read like the plain messages, and the SIGUSR1 debug toggle."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from cpuset_adapters.nri.decision_log import FIELDS
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import HandlerError
+from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.observability.logging import configure_logging
 from cpuset_core import CpusetEngine
@@ -120,3 +122,30 @@ def test_with_debug_configured_the_toggle_goes_to_info_and_back() -> None:
     assert logging.getLogger().level == logging.INFO
     control.toggle_debug()
     assert logging.getLogger().level == logging.DEBUG
+
+
+def test_each_container_a_background_batch_updates_is_one_debug_event() -> None:
+    out = io.StringIO()
+    configure_logging("debug", "json", out)
+    engine = CpusetEngine(TOPOLOGY)
+    pusher = UpdatePusher(engine)
+    handler = CpusetNriHandler(engine, UpdatePusher(engine))
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    sent: list[int] = []
+
+    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+        sent.append(len(batch))
+
+    async def main() -> None:
+        task = asyncio.create_task(pusher.run(send))
+        pusher.mark_dirty(["id-app-0123456789"])
+        while not sent:
+            await asyncio.sleep(0.001)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(main(), 10))  # a bound against hanging, not a timing check
+    updates = [e for e in map(json.loads, out.getvalue().splitlines())
+               if e.get("reason") == "background update"]
+    assert [(e["action"], e["container"], e["kind"], e["cpus"], e["mems"]) for e in updates] \
+        == [("update", "ns/web/app", "shared", "0-15", "default")]

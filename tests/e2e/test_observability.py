@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -121,6 +122,16 @@ def test_metrics_probes_and_json_logs_follow_a_pin_being_admitted_and_one_reject
     rejects = [e for e in observed.events() if e.get("action") == "reject"]
     if 7 not in ONLINE:
         assert [r["reason"] for r in rejects] == ["cpu-unavailable"]
+
+
+def test_sigusr1_switches_debug_logging_off_and_on_without_a_restart(
+        observed: ObservedPlugin) -> None:
+    assert observed.process is not None
+    observed.process.send_signal(signal.SIGUSR1)  # started with --log-level debug
+    wait_until(lambda: "log level switched to info" in observed.text(), "the switch to info")
+    observed.process.send_signal(signal.SIGUSR1)
+    wait_until(lambda: "log level switched to debug" in observed.text(), "the switch back")
+    assert observed.get("/healthz")[0] == 200
 
 
 def test_readyz_fails_when_the_runtime_is_gone_and_recovers_after_it_returns(

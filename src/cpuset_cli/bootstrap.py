@@ -39,28 +39,36 @@ def build_dry_run(topology_source: TopologySource,
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
                  index: str, socket_path: str, cri_socket: str | None = None,
-                 status_socket: str | None = None, settings: Settings | None = None) -> Daemon:
-    """Return the NRI plugin daemon: engine + NRI handler + session + update task.
+                 status_socket: str | None = None, settings: Settings | None = None,
+                 listen: str | None = None, request_timeout: float = 2.0) -> Daemon:
+    """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
+    reporting to one set of metrics.
 
     A pre-installed plugin (``NRI_PLUGIN_SOCKET`` in ``environ``) takes its name, index and
     socket from the runtime. Raises ``ValueError`` for a bad name or index and
     ``TopologyError`` when the topology cannot be read. ``cri_socket`` is where a
     pre-installed plugin reads running containers when the runtime does not synchronize it.
+    ``listen`` (``host:port``; ``None`` or ``""``: off) serves /metrics, /healthz and /readyz;
+    ``request_timeout`` (seconds, the runtime's ``plugin_request_timeout``) sizes the hook
+    duration buckets.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.nri.pusher import UpdatePusher  # noqa: PLC0415
     from cpuset_adapters.nri.session import NriSession  # noqa: PLC0415
+    from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
     from cpuset_cli.daemon import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
 
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     engine = build_engine(topology_source, settings)
-    pusher = UpdatePusher(engine)
-    handler = CpusetNriHandler(engine, pusher)
-    session = NriSession(handler, name=launch.name, index=launch.index)
+    metrics = PluginMetrics(request_timeout)
+    pusher = UpdatePusher(engine, observer=metrics)
+    handler = CpusetNriHandler(engine, pusher, observer=metrics)
+    session = NriSession(handler, name=launch.name, index=launch.index, observer=metrics)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
-                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket)
+                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
+                  metrics=metrics, listen=listen or None)
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

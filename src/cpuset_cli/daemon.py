@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections import Counter
 from dataclasses import dataclass, field
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
@@ -14,6 +15,9 @@ from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.transaction import apply_staged
+from cpuset_adapters.observability import probes
+from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
+from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
@@ -34,11 +38,15 @@ class Daemon:
     endpoint: Endpoint
     cri_socket: str = DEFAULT_CRI_SOCKET
     status_socket: str | None = None
+    metrics: PluginMetrics = field(default_factory=PluginMetrics)
+    listen: str | None = None
+    """``host:port`` for /metrics, /healthz and /readyz; ``None`` serves none."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.endpoint, InheritedSocket):
             self.handler.on_configured = self._configured
+        self.metrics.watch(self.sample)
 
     def _configured(self, info: RuntimeInfo) -> None:
         """A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
@@ -76,7 +84,7 @@ class Daemon:
             plan = self.handler.adopt(pods, containers, source="CRI inventory")
             try:
                 await apply_staged(self.session.update_containers, plan.updates,
-                                   "CRI inventory")
+                                   "CRI inventory", observer=self.metrics)
             except UpdateTransactionError as exc:
                 _log.error("%s; retrying from the background", exc)
                 self.pusher.mark_dirty(u.container_id for u in plan.updates)
@@ -87,6 +95,7 @@ class Daemon:
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         status = await self._serve_status()
+        http = self._serve_http()
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
         try:
@@ -94,6 +103,8 @@ class Daemon:
         finally:
             if status is not None:
                 status.close()
+            if http is not None:
+                http.close()
             for task in (pushing, self.inventory):
                 if task is not None:
                     task.cancel()
@@ -111,6 +122,51 @@ class Daemon:
             _log.error("status socket %s not served (inspect and explain will not work): %s",
                        self.status_socket, exc)
             return None
+
+    def _serve_http(self) -> ProbeServer | None:
+        """Metrics and probes are an aid too: a bad or busy address is logged, and the plugin
+        pins containers anyway."""
+        if not self.listen:
+            return None
+        try:
+            server = ProbeServer(self.listen, Endpoints(
+                metrics=self.metrics.exposition, health=self.health, ready=self.readiness))
+        except (OSError, ValueError) as exc:
+            _log.error("metrics and probes not served on %s (no /metrics, /healthz, /readyz): "
+                       "%s", self.listen, exc)
+            return None
+        server.start()
+        return server
+
+    def health(self) -> Probe:
+        """``/healthz`` (any thread): fails only when a hook is stuck."""
+        return probes.health(self.metrics.stuck_hooks())
+
+    def readiness(self) -> Probe:
+        """``/readyz`` (any thread): registered and synchronized."""
+        return probes.readiness(registered=self.session.connected,
+                                synchronized=self.handler.synchronized)
+
+    def sample(self) -> StateSample:
+        """What the state gauges show. Runs on the HTTP thread while the event loop may be
+        changing the state: the ledger is an immutable value read once, and the counters that
+        ``_stats`` iterates are retried if a change lands mid-iteration."""
+        engine = self.handler.engine
+        ledger = engine.ledger
+        stats: dict[str, int] = {}
+        for _ in range(5):
+            try:
+                stats = self._stats()
+                break
+            except RuntimeError:  # "dictionary changed size during iteration"
+                continue
+        return StateSample(
+            exclusive_cpus=len(ledger.exclusive), pinned_cpus=len(ledger.pinned),
+            shared_pool_cpus=len(engine.shared_pool()),
+            containers=dict(Counter(entry.kind for entry in ledger.entries.values())),
+            runtime_connected=self.session.connected, synchronized=self.handler.synchronized,
+            drift_repaired=stats.get("drift_repaired", 0),
+            drift_unrepaired=stats.get("drift_unrepaired", 0))
 
     def snapshot(self) -> bytes:
         """The live state document (``nri-cpuset inspect``)."""

@@ -42,30 +42,40 @@ def cli() -> None:
                    "never synchronizes it) reads the running containers there.")
 @click.option("--status-socket", default="/run/nri-cpuset/status.sock", show_default=True,
               help="Root-only unix socket serving the live state to `inspect` (\"\" disables).")
+@click.option("--listen", default="127.0.0.1:9477", show_default=True, metavar="HOST:PORT",
+              help="Serve /metrics, /healthz and /readyz here (\"\" disables).")
+@click.option("--log-format", type=click.Choice(["console", "json"]), default="console",
+              show_default=True, help="console: one readable line per event; json: JSON lines.")
 def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
-        log_level: str, cri_socket: str, status_socket: str) -> None:
+        log_level: str, cri_socket: str, status_socket: str, listen: str,
+        log_format: str) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
     containerd started it from its plugin directory, uses the socket it was given. Stops
-    cleanly on SIGTERM or SIGINT.
+    cleanly on SIGTERM or SIGINT; SIGUSR1 toggles debug logging.
 
     \b
     Example:
       nri-cpuset run --nri-socket /var/run/nri/nri.sock --log-level debug
     """
     import asyncio  # noqa: PLC0415
-    import logging  # noqa: PLC0415
     import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: "
-                                                        "%(message)s")
+    from cpuset_adapters.observability.logging import configure_logging  # noqa: PLC0415
+
+    logs = configure_logging(log_level, "json" if log_format == "json" else "console")
+    # A plain signal handler, not the event loop's: it works even when the loop is stuck,
+    # which is when debug logs are wanted most (logging's locks are reentrant).
+    signal.signal(signal.SIGUSR1, logs.toggle_debug)
     try:
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(sysfs_root),
                                         environ=os.environ, name=plugin_name,
                                         index=plugin_index, socket_path=nri_socket,
                                         cri_socket=cri_socket,
-                                        status_socket=status_socket or None)
+                                        status_socket=status_socket or None,
+                                        listen=listen or None)
     except (ValueError, TopologyError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)

@@ -27,7 +27,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.decision_log import decision, short_id
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
+from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_core import (
@@ -35,8 +37,10 @@ from cpuset_core import (
     ContainerFacts,
     ContainerUpdate,
     CpusetEngine,
+    Kind,
     Plan,
     PodFacts,
+    classify,
     violations,
 )
 
@@ -48,17 +52,17 @@ HISTORY_LIMIT = 20
 EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
                     Event.REMOVE_CONTAINER})
 
-
-def short_id(container_id: str) -> str:
-    return container_id[:12]
+__all__ = ["EVENTS", "HISTORY_LIMIT", "CpusetNriHandler", "short_id"]
 
 
 class CpusetNriHandler:
     """Implements :class:`~cpuset_adapters.nri.handler_port.NriHandler` with the core engine."""
 
-    def __init__(self, engine: CpusetEngine, pusher: UpdatePusher) -> None:
+    def __init__(self, engine: CpusetEngine, pusher: UpdatePusher, *,
+                 observer: Observer = NO_OBSERVER) -> None:
         self._engine = engine
         self._pusher = pusher
+        self._observer = observer
         self.runtime: RuntimeInfo | None = None
         self.synchronized = False
         self.on_configured: Callable[[RuntimeInfo], None] | None = None
@@ -137,14 +141,20 @@ class CpusetNriHandler:
         try:
             plan = self._engine.plan_create(pod_facts, facts)
         except AdmissionError as error:
-            _log.warning("reject %s id=%s reason=%s: %s", error.subject, short_id(container.id),
-                         error.reason, error.detail)
+            kind = self._kind_of_rejected(pod_facts, facts)
+            self._observer.admission(kind, "rejected", error.reason)
+            decision(_log, logging.WARNING,
+                     f"reject {error.subject} id={short_id(container.id)} kind={kind.value} "
+                     f"reason={error.reason}: {error.detail}", action="reject",
+                     container=error.subject, container_id=container.id, kind=kind, cpus=None,
+                     mems=None, reason=error.reason)
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._engine.commit(plan)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
+        self._observer.admission(placement.kind, "admitted", "")
         changes = translate.response_order(plan)
-        self._record(changes)
+        self._record(changes, moves=len(plan.moves))
         self._pusher.record_applied(container.id, placement.cpus, placement.mems)
         self._history.pop(container.id, None)
         self._remember(container.id, f"created: {placement.kind.value} cpus={placement.cpus}"
@@ -152,13 +162,22 @@ class CpusetNriHandler:
         for move in plan.moves:
             self._remember(move.container_id,
                            f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
+            decision(_log, logging.INFO,
+                     f"move {move.subject} id={short_id(move.container_id)} "
+                     f"kind={move.kind.value} cpus={move.previous_cpus} -> {move.cpus} "
+                     f"reason={move.reason}", action="move", container=move.subject,
+                     container_id=move.container_id, kind=move.kind, cpus=move.cpus,
+                     mems=move.mems, reason=move.reason)
         if plan.moves:
             self._moved_by[container.id] = tuple(m.container_id for m in plan.moves)
-        _log.info("admit %s/%s/%s id=%s kind=%s cpus=%s mems=%s reason=%s; %d live update(s)",
-                  pod.namespace, pod.name, container.name, short_id(container.id),
-                  placement.kind.value, placement.cpus,
-                  placement.mems if placement.mems is not None else "default", plan.reason,
-                  len(changes))
+        subject = f"{pod.namespace}/{pod.name}/{container.name}"
+        mems = "default" if placement.mems is None else placement.mems
+        decision(_log, logging.INFO,
+                 f"admit {subject} id={short_id(container.id)} kind={placement.kind.value} "
+                 f"cpus={placement.cpus} mems={mems} reason={plan.reason}; {len(changes)} live "
+                 f"update(s)", action="admit", container=subject, container_id=container.id,
+                 kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
+                 reason=plan.reason)
         return translate.adjustment(placement), translate.updates(changes)
 
     def on_update_container(self, pod: pb.PodSandbox, container: pb.Container,
@@ -190,9 +209,13 @@ class CpusetNriHandler:
         if plan.changes_ledger:
             self._remember(container.id, f"resized: {placement.kind.value} cpus="
                                          f"{placement.cpus} ({plan.reason})")
-            _log.info("resize %s/%s/%s id=%s kind=%s cpus=%s reason=%s; %d live update(s)",
-                      pod.namespace, pod.name, container.name, short_id(container.id),
-                      placement.kind.value, placement.cpus, plan.reason, len(changes))
+            subject = f"{pod.namespace}/{pod.name}/{container.name}"
+            decision(_log, logging.INFO,
+                     f"resize {subject} id={short_id(container.id)} "
+                     f"kind={placement.kind.value} cpus={placement.cpus} reason={plan.reason}; "
+                     f"{len(changes)} live update(s)", action="resize", container=subject,
+                     container_id=container.id, kind=placement.kind, cpus=placement.cpus,
+                     mems=placement.mems, reason=plan.reason)
         self.updates_on_responses[container.id] += 1
         return [*translate.updates(changes),
                 translate.container_update(container.id, placement.cpus, placement.mems)]
@@ -234,17 +257,41 @@ class CpusetNriHandler:
     # -- helpers -------------------------------------------------------------------------------
 
     def _release(self, pod: pb.PodSandbox, container: pb.Container, why: str) -> Plan:
+        released = self._engine.placement(container.id)
         plan = self._engine.plan_release(container.id)
         self._engine.commit(plan)
         self._history.pop(container.id, None)
         self.updates_on_responses.pop(container.id, None)
-        if plan.changes_ledger:
-            _log.info("release %s/%s/%s id=%s on %s; shared pool %s; %d live update(s)",
-                      pod.namespace, pod.name, container.name, short_id(container.id), why,
-                      plan.shared_pool, len(plan.updates))
+        if plan.changes_ledger and released is not None:
+            subject = f"{pod.namespace}/{pod.name}/{container.name}"
+            decision(_log, logging.INFO,
+                     f"release {subject} id={short_id(container.id)} on {why}: "
+                     f"kind={released.kind.value} cpus={released.cpus}; shared pool "
+                     f"{plan.shared_pool}; {len(plan.updates)} live update(s)",
+                     action="release", container=subject, container_id=container.id,
+                     kind=released.kind, cpus=released.cpus, mems=released.mems, reason=why)
         return plan
 
-    def _record(self, changes: Sequence[ContainerUpdate]) -> None:
+    def _record(self, changes: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
+        """Remember what an event response sets; ``moves`` of ``changes`` are moves (already
+        logged as such), the rest are logged here at debug (one per container: shared-pool
+        changes can touch every shared container)."""
         for change in changes:
             self._pusher.record_applied(change.container_id, change.cpus, change.mems)
             self.updates_on_responses[change.container_id] += 1
+            decision(_log, logging.DEBUG,
+                     f"update {change.subject} id={short_id(change.container_id)} "
+                     f"kind={change.kind.value} cpus={change.cpus} "
+                     f"mems={'default' if change.mems is None else change.mems} "
+                     f"reason={change.reason}", action="update", container=change.subject,
+                     container_id=change.container_id, kind=change.kind, cpus=change.cpus,
+                     mems=change.mems, reason=change.reason)
+        if changes:
+            self._observer.response_updates(len(changes), moves)
+
+    def _kind_of_rejected(self, pod: PodFacts, container: ContainerFacts) -> Kind:
+        """The kind a rejected container asked to be (for the admissions metric)."""
+        try:
+            return classify(pod, container, self._engine.settings).kind
+        except AdmissionError:  # classification only fails on the pin annotation
+            return Kind.ANNOTATED

@@ -13,7 +13,9 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
   some events and not others; unknown methods and services get UNIMPLEMENTED;
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
-* handler calls slower than 10 % of the runtime's request timeout are logged.
+* handler calls slower than 10 % of the runtime's request timeout are logged;
+* every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
+  ``error``), the one place hooks are timed for metrics and ``/healthz``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped, 
 
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.mux import Reply
+from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
 
@@ -113,8 +116,9 @@ class _HandlerFailedError(Exception):
 class PluginService:
     """Answers the runtime's Plugin-service calls for ``handler``."""
 
-    def __init__(self, handler: NriHandler) -> None:
+    def __init__(self, handler: NriHandler, observer: Observer = NO_OBSERVER) -> None:
         self._handler = handler
+        self._observer = observer
         self._methods: dict[str, Callable[[ConnectionState, bytes], Reply]] = {
             "Configure": self._configure,
             "Synchronize": self._synchronize,
@@ -136,7 +140,15 @@ class PluginService:
         if method is None:
             _logger.debug("runtime called unknown method %s: UNIMPLEMENTED", request.method)
             return Reply.error(StatusCode.UNIMPLEMENTED, f"method {request.method}")
-        return method(state, request.payload)
+        # Only served methods are observed: their names are a fixed, low-cardinality set.
+        token = self._observer.hook_started(request.method, state.request_timeout_ms)
+        reply: Reply | None = None
+        try:
+            reply = method(state, request.payload)
+        finally:
+            ok = reply is not None and reply.code == StatusCode.OK
+            self._observer.hook_finished(token, "ok" if ok else "error")
+        return reply
 
     # -- calling the handler --
 

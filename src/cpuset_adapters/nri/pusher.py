@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.decision_log import decision
+from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import CPUSet, CpusetEngine
 
@@ -29,8 +31,10 @@ _log = logging.getLogger("nri_cpuset.updates")
 class UpdatePusher:
     """Coalesces dirty containers and sends their current placement in one batch at a time."""
 
-    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0) -> None:
+    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0,
+                 observer: Observer = NO_OBSERVER) -> None:
         self._engine = engine
+        self._observer = observer
         self._dirty: set[str] = set()
         self._sent: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         self._wake = asyncio.Event()
@@ -119,6 +123,7 @@ class UpdatePusher:
                 if generation != self._generation:
                     continue  # the connection was replaced: the next Synchronize decides
                 self.failures += 1
+                self._observer.update_batch("failed", len(batch))
                 _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
                              self._subjects(batch), exc, backoff)
                 for cid in translate.ids(batch):
@@ -132,6 +137,7 @@ class UpdatePusher:
                 continue
             self.batches_sent += 1
             self.updates_sent += len(batch)
+            self._observer.update_batch("applied", len(batch))
             self._settle(batch)
             _log.info("sent %d live update(s): %s", len(batch), self._subjects(batch))
 
@@ -142,6 +148,7 @@ class UpdatePusher:
             cid = update.container_id
             self.sent_per_container[cid] += 1
             sent = self._in_flight.pop(cid)
+            self._log_sent(cid, *sent)
             placement = self._engine.placement(cid)
             if placement is None:
                 continue
@@ -149,6 +156,17 @@ class UpdatePusher:
                 self.force([cid])
             else:
                 self._sent[cid] = sent
+
+    def _log_sent(self, cid: str, cpus: CPUSet, mems: CPUSet | None) -> None:
+        # One event per container at debug; the batch line names them all at info.
+        entry = self._engine.ledger.get(cid)
+        subject = entry.subject if entry is not None else "?/?/?"
+        mems_text = "default" if mems is None else str(mems)
+        decision(_log, logging.DEBUG,
+                 f"update {subject} id={cid[:12]} kind={entry.kind.value if entry else ''} "
+                 f"cpus={cpus} mems={mems_text} reason=background update", action="update",
+                 container=subject, container_id=cid, kind=entry.kind if entry else None,
+                 cpus=cpus, mems=mems, reason="background update")
 
     def _subjects(self, batch: Sequence[pb.ContainerUpdate]) -> str:
         entries = self._engine.ledger.entries

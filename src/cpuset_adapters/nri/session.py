@@ -33,6 +33,7 @@ from cpuset_adapters.nri.launch import (
     validate_identity,
 )
 from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
+from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.plugin_service import (
     PLUGIN_SERVICE,
     SUBSCRIBABLE_EVENTS,
@@ -105,16 +106,17 @@ class NriSession:
     """The NRI plugin ``index-name``, whose decisions come from ``handler``."""
 
     def __init__(self, handler: NriHandler, *, name: str, index: str,
-                 registration_timeout: float = 10.0) -> None:
+                 registration_timeout: float = 10.0, observer: Observer = NO_OBSERVER) -> None:
         """Raises :class:`InvalidPluginIdentityError` for a name or index the runtime would
         refuse, before anything connects.
 
         ``registration_timeout`` bounds the wait for the RegisterPlugin reply (the runtime
         itself gives up after its own registration timeout, 5 s by default, and closes).
+        ``observer`` is told about every runtime call served (for metrics and health).
         """
         validate_identity(name, index)
         self._handler = handler
-        self._service = PluginService(handler)
+        self._service = PluginService(handler, observer)
         self._name = name
         self._index = index
         self._registration_timeout = registration_timeout

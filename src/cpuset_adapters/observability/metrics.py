@@ -1,0 +1,171 @@
+"""The plugin's Prometheus metrics: an :class:`~cpuset_adapters.nri.observer.Observer` that
+counts what the NRI adapter reports, plus gauges read from the live state at scrape time.
+
+Every metric lives in a private registry (nothing from the process-global default one), is
+named ``nri_cpuset_*`` with its unit, and has low-cardinality labels only: hook names, kinds,
+results and the core's stable error reasons, never pod or container names.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cpuset_adapters.nri.observer import AdmissionResult, BatchOutcome, HookResult
+from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
+from cpuset_core import Kind
+
+_log = logging.getLogger("nri_cpuset.metrics")
+
+DEFAULT_REQUEST_TIMEOUT_S = 2.0
+"""NRI's request timeout when neither the operator nor the runtime says (Configure sends 0
+before NRI v0.7)."""
+
+BUCKET_FRACTIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+"""Hook duration buckets as fractions of the request timeout: sub-millisecond decisions are
+the norm, 0.1 is where the plugin logs a slow handler, 1.0 is where the runtime drops it."""
+
+
+def hook_buckets(request_timeout_s: float) -> tuple[float, ...]:
+    """Histogram bucket bounds (seconds) for a runtime request timeout (0 means NRI's 2 s)."""
+    timeout = request_timeout_s if request_timeout_s > 0 else DEFAULT_REQUEST_TIMEOUT_S
+    return tuple(round(f * timeout, 6) for f in BUCKET_FRACTIONS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSample:
+    """The live state the gauges show, read at scrape time (no double bookkeeping)."""
+
+    exclusive_cpus: int
+    shared_pool_cpus: int
+    pinned_cpus: int
+    containers: dict[Kind, int]
+    runtime_connected: bool
+    synchronized: bool
+    drift_repaired: int = 0
+    drift_unrepaired: int = 0
+
+
+class PluginMetrics:
+    """Implements the NRI adapter's ``Observer`` with Prometheus metrics; also tracks the hooks
+    in flight for ``/healthz``."""
+
+    def __init__(self, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, *,
+                 clock: Clock = time.monotonic) -> None:
+        self.registry = CollectorRegistry()
+        self.hooks = HookTracker(clock)
+        self._sample: Callable[[], StateSample] | None = None
+        r = self.registry
+        self._hook_duration = Histogram(
+            "nri_cpuset_hook_duration_seconds", "Time to answer one runtime call, by NRI "
+            "method and result.", ["hook", "result"], buckets=hook_buckets(request_timeout_s),
+            registry=r)
+        self._admissions = Counter(
+            "nri_cpuset_admissions", "CreateContainer decisions by kind, result and rejection "
+            "reason.", ["kind", "result", "reason"], registry=r)
+        self._response_updates = Counter(
+            "nri_cpuset_response_updates", "Live updates of other containers carried on event "
+            "responses (containerd applies them; it only logs their failures).", registry=r)
+        self._live_moves = Counter(
+            "nri_cpuset_live_moves", "Integer containers moved off CPUs a pin took (carried "
+            "on the CreateContainer response).", registry=r)
+        self._update_batches = Counter(
+            "nri_cpuset_update_batches", "UpdateContainers calls the plugin made on its own, "
+            "by outcome.", ["outcome"], registry=r)
+        self._live_updates = Counter(
+            "nri_cpuset_live_updates", "Container updates in those UpdateContainers calls, by "
+            "outcome.", ["outcome"], registry=r)
+        for kind in Kind:
+            self._admissions.labels(kind.value, "admitted", "")
+        for outcome in ("applied", "failed", "rolled_back"):
+            self._update_batches.labels(outcome)
+            self._live_updates.labels(outcome)
+        r.register(_StateCollector(self))
+
+    # -- what the gauges read --
+
+    def watch(self, sample: Callable[[], StateSample]) -> None:
+        """Read the live state with ``sample`` at every scrape (called from the HTTP thread)."""
+        self._sample = sample
+
+    def sample(self) -> StateSample | None:
+        return self._sample() if self._sample is not None else None
+
+    def exposition(self) -> bytes:
+        """The text format of every metric, for ``/metrics``."""
+        return generate_latest(self.registry)
+
+    def stuck_hooks(self) -> list[tuple[InFlight, float]]:
+        return self.hooks.stuck()
+
+    # -- Observer --
+
+    def hook_started(self, hook: str, request_timeout_ms: int) -> int:
+        timeout_s = (request_timeout_ms / 1000.0 if request_timeout_ms > 0
+                     else DEFAULT_REQUEST_TIMEOUT_S)
+        return self.hooks.start(hook, timeout_s)
+
+    def hook_finished(self, token: int, result: HookResult) -> None:
+        finished = self.hooks.finish(token)
+        if finished is not None:
+            hook, seconds = finished
+            self._hook_duration.labels(hook, result).observe(seconds)
+
+    def admission(self, kind: Kind, result: AdmissionResult, reason: str) -> None:
+        self._admissions.labels(kind.value, result, reason).inc()
+
+    def response_updates(self, updates: int, moves: int) -> None:
+        self._response_updates.inc(updates)
+        self._live_moves.inc(moves)
+
+    def update_batch(self, outcome: BatchOutcome, updates: int) -> None:
+        self._update_batches.labels(outcome).inc()
+        self._live_updates.labels(outcome).inc(updates)
+
+
+class _StateCollector(Collector):
+    """Gauges computed from the live state at each scrape."""
+
+    def __init__(self, metrics: PluginMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            sample = self._metrics.sample()
+        except Exception:  # noqa: BLE001 - a broken read must not take the other metrics down
+            _log.exception("reading the live state for metrics failed")
+            return
+        if sample is None:
+            return
+        yield _gauge("nri_cpuset_exclusive_cpus", "CPUs held exclusively by integer "
+                     "containers.", sample.exclusive_cpus)
+        yield _gauge("nri_cpuset_shared_pool_cpus", "CPUs in the shared pool.",
+                     sample.shared_pool_cpus)
+        yield _gauge("nri_cpuset_pinned_cpus", "CPUs pinned by annotated containers.",
+                     sample.pinned_cpus)
+        yield _gauge("nri_cpuset_runtime_connected", "1 while registered with the runtime on "
+                     "a live connection.", int(sample.runtime_connected))
+        yield _gauge("nri_cpuset_synchronized", "1 once the state was rebuilt from the "
+                     "runtime (Synchronize or CRI inventory) on this connection.",
+                     int(sample.synchronized))
+        containers = GaugeMetricFamily("nri_cpuset_containers", "Containers the plugin places, "
+                                       "by kind.", labels=["kind"])
+        for kind in Kind:
+            containers.add_metric([kind.value], sample.containers.get(kind, 0))
+        yield containers
+        drift = GaugeMetricFamily("nri_cpuset_drift_containers", "Containers whose cpuset "
+                                  "differed from the ledger at the last drift check, by "
+                                  "state.", labels=["state"])
+        drift.add_metric(["repaired"], sample.drift_repaired)
+        drift.add_metric(["unrepaired"], sample.drift_unrepaired)
+        yield drift
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)

@@ -1,0 +1,140 @@
+"""The Prometheus metrics: counters from the Observer reports, gauges read from the live state
+at scrape time, buckets sized to the runtime's request timeout, low-cardinality labels."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cpuset_adapters.observability.metrics import PluginMetrics, StateSample, hook_buckets
+from cpuset_core import Kind
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def samples(metrics: PluginMetrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(metrics.exposition().decode())
+            for s in family.samples}
+
+
+def value(metrics: PluginMetrics, name: str, **labels: str) -> float | None:
+    return samples(metrics).get((name, frozenset(labels.items())))
+
+
+STATE = StateSample(exclusive_cpus=2, shared_pool_cpus=12, pinned_cpus=2,
+                    containers={Kind.SHARED: 3, Kind.INTEGER: 1}, runtime_connected=True,
+                    synchronized=True)
+
+
+def test_buckets_scale_with_the_request_timeout_and_end_at_it() -> None:
+    assert hook_buckets(2.0)[-1] == 2.0
+    assert hook_buckets(2.0)[0] == 0.001
+    assert hook_buckets(10.0)[-1] == 10.0
+    assert hook_buckets(0) == hook_buckets(2.0)  # 0: the runtime did not say; NRI's default
+
+
+def test_hook_durations_are_measured_with_the_clock_per_hook_and_result() -> None:
+    clock = Clock()
+    metrics = PluginMetrics(2.0, clock=clock)
+    token = metrics.hook_started("CreateContainer", 2000)
+    clock.now += 0.003
+    metrics.hook_finished(token, "ok")
+    token = metrics.hook_started("CreateContainer", 2000)
+    clock.now += 1.5
+    metrics.hook_finished(token, "error")
+    name = "nri_cpuset_hook_duration_seconds"
+    assert value(metrics, f"{name}_count", hook="CreateContainer", result="ok") == 1
+    assert value(metrics, f"{name}_sum", hook="CreateContainer", result="ok") == \
+        pytest.approx(0.003)
+    assert value(metrics, f"{name}_bucket", hook="CreateContainer", result="ok",
+                 le="0.005") == 1
+    assert value(metrics, f"{name}_bucket", hook="CreateContainer", result="ok",
+                 le="0.002") == 0
+    assert value(metrics, f"{name}_bucket", hook="CreateContainer", result="error",
+                 le="1.0") == 0
+    assert value(metrics, f"{name}_bucket", hook="CreateContainer", result="error",
+                 le="2.0") == 1
+
+
+def test_admissions_count_by_kind_result_and_reason() -> None:
+    metrics = PluginMetrics()
+    metrics.admission(Kind.ANNOTATED, "admitted", "")
+    metrics.admission(Kind.ANNOTATED, "rejected", "cpu-unavailable")
+    metrics.admission(Kind.ANNOTATED, "rejected", "cpu-unavailable")
+    name = "nri_cpuset_admissions_total"
+    assert value(metrics, name, kind="annotated", result="admitted", reason="") == 1
+    assert value(metrics, name, kind="annotated", result="rejected",
+                 reason="cpu-unavailable") == 2
+    assert value(metrics, name, kind="integer", result="admitted", reason="") == 0
+
+
+def test_update_batches_and_their_updates_count_by_outcome() -> None:
+    metrics = PluginMetrics()
+    metrics.update_batch("applied", 3)
+    metrics.update_batch("failed", 2)
+    metrics.update_batch("rolled_back", 1)
+    metrics.response_updates(5, 1)
+    assert value(metrics, "nri_cpuset_update_batches_total", outcome="applied") == 1
+    assert value(metrics, "nri_cpuset_live_updates_total", outcome="applied") == 3
+    assert value(metrics, "nri_cpuset_live_updates_total", outcome="failed") == 2
+    assert value(metrics, "nri_cpuset_live_updates_total", outcome="rolled_back") == 1
+    assert value(metrics, "nri_cpuset_response_updates_total") == 5
+    assert value(metrics, "nri_cpuset_live_moves_total") == 1
+
+
+def test_state_gauges_follow_the_live_state_at_each_scrape() -> None:
+    metrics = PluginMetrics()
+    assert value(metrics, "nri_cpuset_shared_pool_cpus") is None  # nothing to read yet
+    state = STATE
+    metrics.watch(lambda: state)
+    assert value(metrics, "nri_cpuset_shared_pool_cpus") == 12
+    assert value(metrics, "nri_cpuset_exclusive_cpus") == 2
+    assert value(metrics, "nri_cpuset_pinned_cpus") == 2
+    assert value(metrics, "nri_cpuset_runtime_connected") == 1
+    assert value(metrics, "nri_cpuset_containers", kind="annotated") == 0
+    assert value(metrics, "nri_cpuset_containers", kind="shared") == 3
+    assert value(metrics, "nri_cpuset_drift_containers", state="unrepaired") == 0
+    state = replace(STATE, shared_pool_cpus=11, pinned_cpus=3, runtime_connected=False,
+                    drift_repaired=2)
+    assert value(metrics, "nri_cpuset_shared_pool_cpus") == 11
+    assert value(metrics, "nri_cpuset_pinned_cpus") == 3
+    assert value(metrics, "nri_cpuset_runtime_connected") == 0
+    assert value(metrics, "nri_cpuset_drift_containers", state="repaired") == 2
+
+
+def test_a_failing_state_read_leaves_the_other_metrics_served() -> None:
+    metrics = PluginMetrics()
+
+    def broken() -> StateSample:
+        raise RuntimeError("boom")
+
+    metrics.watch(broken)
+    metrics.admission(Kind.SHARED, "admitted", "")
+    assert value(metrics, "nri_cpuset_admissions_total", kind="shared", result="admitted",
+                 reason="") == 1
+    assert value(metrics, "nri_cpuset_shared_pool_cpus") is None
+
+
+def test_labels_are_low_cardinality_and_never_name_a_pod() -> None:
+    metrics = PluginMetrics()
+    metrics.watch(lambda: STATE)
+    for hook in ("CreateContainer", "StopContainer", "Synchronize"):
+        metrics.hook_finished(metrics.hook_started(hook, 2000), "ok")
+    for kind in Kind:
+        metrics.admission(kind, "rejected", "insufficient-cpus")
+    metrics.update_batch("applied", 1)
+    text = metrics.exposition().decode()
+    assert "web-7f9c" not in text  # the decisions above named no pod, and neither may a label
+    allowed = {"hook", "result", "kind", "reason", "outcome", "state", "le"}
+    names = {name for (_, labels) in samples(metrics) for name, _ in labels}
+    assert names <= allowed
+    assert all(n.startswith("nri_cpuset_") for n, _ in samples(metrics))

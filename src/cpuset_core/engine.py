@@ -224,7 +224,17 @@ class CpusetEngine:
         subject = subject_of(pod, container)
         working = self._ledger.without(container.id)
         wanted = decision.request
-        if wanted < len(current):
+        if (self._settings.full_physical_cores
+                and self._allocator.whole_core_cpus(current) != current):
+            # Placed before whole-core mode was on: growing or shrinking it in place would keep
+            # a half core, so it is placed afresh (its own CPUs count as free), near its memory.
+            free = exclusive_free(self._topology, working.reserved, self._settings)
+            if wanted > len(free):
+                raise InsufficientCpusError(subject, wanted, len(free))
+            choice = self._choose(subject, wanted, free, exclusive=working.exclusive,
+                                  prefer_numa=self._topology.numa_nodes_of(current))
+            cpus, how = choice.cpus, f"re-placed on whole cores, {choice.describe()}"
+        elif wanted < len(current):
             # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
             choice = self._choose(subject, wanted, current, exclusive=working.exclusive)
             cpus, how = choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"

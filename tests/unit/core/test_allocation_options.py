@@ -260,3 +260,19 @@ def test_settings_reach_the_allocator_through_the_engine() -> None:
     plan = engine.plan_create(p, container("c", p, cpu_limit=6))
     assert plan.placement is not None
     assert plan.placement.cpus <= EPYC.cpus_of_numa(0)
+
+
+def test_full_core_mode_re_places_a_half_core_container_when_it_is_resized() -> None:
+    # Found by the model-based test: a 1-CPU container placed before whole-core mode, grown to
+    # 2 in whole-core mode, must not keep its half core and add a whole one.
+    engine = CpusetEngine(DUAL_SOCKET)
+    p = pod("old")
+    engine.commit(engine.plan_create(p, container("c", p, cpu_limit=1)))
+    engine.reconfigure(Settings(full_physical_cores=True))
+    grown = engine.plan_resize(p, container("c", p, cpu_limit=2))
+    assert grown.placement is not None
+    assert len(grown.placement.cpus) == 2
+    assert splits_no_core(DUAL_SOCKET, grown.placement.cpus)
+    assert "re-placed on whole cores" in grown.reason
+    with pytest.raises(FullCoresUnavailableError, match="3 is not a multiple"):
+        engine.plan_resize(p, container("c", p, cpu_limit=3))

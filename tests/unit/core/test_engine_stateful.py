@@ -215,8 +215,8 @@ class EngineLifecycle(RuleBasedStateMachine):
             # Kept where possible: a shrink is a subset, a growth a superset.
             assert placement.cpus <= before.cpus or placement.cpus >= before.cpus
             assert len(placement.cpus) == wanted
-        if placement.kind is Kind.ANNOTATED:
-            assert before is not None
+        if placement.kind is Kind.ANNOTATED and before is not None \
+                and before.kind is Kind.ANNOTATED:
             assert placement.cpus == before.cpus  # pins never move
 
     @rule(options=st.fixed_dictionaries({

@@ -109,12 +109,24 @@ def test_containerd_snippets_enable_nri_where_the_plugin_looks(version: str) -> 
     assert nri["plugin_path"] == _install_default("NRI_PLUGIN_DIR")
 
 
+def _dumped_nri_section(config: Path) -> dict[str, object]:
+    dumped = subprocess.run([str(LAB_CONTAINERD), "-c", str(config), "config", "dump"],
+                            capture_output=True, text=True, check=True).stdout
+    section: dict[str, object] = tomllib.loads(dumped).get("plugins", {}).get(NRI, {})
+    return section
+
+
 @pytest.mark.skipif(not LAB_CONTAINERD.exists(), reason="scripts/install-containerd not run")
 def test_containerd_17_reads_its_snippet_as_written() -> None:
-    dumped = subprocess.run([str(LAB_CONTAINERD), "-c", str(SNIPPETS["1.7"][0]), "config",
-                             "dump"], capture_output=True, text=True, check=True).stdout
-    effective = tomllib.loads(dumped)["plugins"][NRI]
-    assert effective == tomllib.loads(SNIPPETS["1.7"][0].read_text())["plugins"][NRI]
+    written = tomllib.loads(SNIPPETS["1.7"][0].read_text())["plugins"][NRI]
+    assert _dumped_nri_section(SNIPPETS["1.7"][0]) == written
+
+
+@pytest.mark.skipif(not LAB_CONTAINERD.exists(), reason="scripts/install-containerd not run")
+def test_containerd_17_reads_its_snippet_as_an_imported_drop_in(tmp_path: Path) -> None:
+    main = tmp_path / "config.toml"
+    main.write_text(f'version = 2\nimports = ["{SNIPPETS["1.7"][0]}"]\n')
+    assert _dumped_nri_section(main)["disable"] is False
 
 
 def test_there_are_scripts_to_check() -> None:

@@ -15,6 +15,7 @@ from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
     from cpuset_cli.daemon import Daemon
+    from cpuset_cli.live_config import LiveConfig
 
 DryRun = FakeRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
@@ -38,14 +39,17 @@ def build_dry_run(topology_source: TopologySource,
 
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
-                 index: str, socket_path: str, cri_socket: str | None = None,
-                 status_socket: str | None = None, settings: Settings | None = None) -> Daemon:
+                 index: str, socket_path: str = "/var/run/nri/nri.sock",
+                 cri_socket: str | None = None, status_socket: str | None = None,
+                 settings: Settings | None = None, config: LiveConfig | None = None) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task.
 
     A pre-installed plugin (``NRI_PLUGIN_SOCKET`` in ``environ``) takes its name, index and
     socket from the runtime. Raises ``ValueError`` for a bad name or index and
     ``TopologyError`` when the topology cannot be read. ``cri_socket`` is where a
     pre-installed plugin reads running containers when the runtime does not synchronize it.
+    With ``config`` (``nri-cpuset run``), the sockets and settings come from
+    ``config.current`` instead of the keyword arguments, and the daemon reloads it.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
@@ -54,13 +58,22 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     from cpuset_adapters.nri.session import NriSession  # noqa: PLC0415
     from cpuset_cli.daemon import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
 
+    if config is not None:
+        from cpuset_adapters.config import to_settings  # noqa: PLC0415
+
+        runtime = config.current.runtime
+        socket_path, cri_socket = runtime.nri_socket, runtime.cri_socket
+        status_socket, settings = runtime.status_socket or None, to_settings(config.current)
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     engine = build_engine(topology_source, settings)
+    if config is not None:
+        config.engine = engine
     pusher = UpdatePusher(engine)
     handler = CpusetNriHandler(engine, pusher)
     session = NriSession(handler, name=launch.name, index=launch.index)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
-                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket)
+                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
+                  config=config)
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

@@ -16,6 +16,7 @@ from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
+from cpuset_cli.live_config import LiveConfig
 from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
 
 _log = logging.getLogger("nri_cpuset.daemon")
@@ -34,15 +35,22 @@ class Daemon:
     endpoint: Endpoint
     cri_socket: str = DEFAULT_CRI_SOCKET
     status_socket: str | None = None
+    config: LiveConfig | None = None
+    """The running configuration (``config.current``), reloaded on SIGHUP and file change."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.endpoint, InheritedSocket):
-            self.handler.on_configured = self._configured
+        self.handler.on_configured = self._configured
 
     def _configured(self, info: RuntimeInfo) -> None:
-        """A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
+        """Apply the runtime's plugin config (pre-installed plugins' drop-in file), if any.
+
+        A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
         Configure) is never synchronized: take the inventory over CRI instead."""
+        if self.config is not None and info.config.strip():
+            self.config.apply_runtime_config(info.config)
+        if not isinstance(self.endpoint, InheritedSocket):
+            return
         if info.registration_timeout_ms == 0 and self.inventory is None:
             _log.info("the runtime does not synchronize pre-installed plugins: reading running "
                       "containers over CRI at %s", self.cri_socket)
@@ -89,12 +97,14 @@ class Daemon:
         status = await self._serve_status()
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
+        watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
+                    if self.config is not None else None)
         try:
             await self.session.run_forever(self.endpoint)
         finally:
             if status is not None:
                 status.close()
-            for task in (pushing, self.inventory):
+            for task in (pushing, watching, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -130,19 +140,27 @@ class Daemon:
                 "max_updates_per_container": max(per_container.values(), default=0),
                 "update_failures": self.pusher.failures}
 
+    def reload(self) -> None:
+        """SIGHUP: read the configuration file again (validated, then swapped)."""
+        if self.config is None:
+            _log.warning("SIGHUP: this daemon runs without a configuration to reload")
+            return
+        self.config.reload_file("SIGHUP")
+
     async def run_until_signalled(self) -> None:
-        """Run, and stop cleanly on SIGTERM or SIGINT."""
+        """Run, stop cleanly on SIGTERM or SIGINT, and reload the configuration on SIGHUP."""
         loop = asyncio.get_running_loop()
         main = asyncio.current_task()
         assert main is not None
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, main.cancel)
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
         try:
             await self.run()
         except asyncio.CancelledError:
             _log.info("stopping on signal")
         finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(signum)
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from cpuset_cli import bootstrap, launcher
-from cpuset_core import TopologyError
 
 EXIT_BAD_INPUT = 2
 
@@ -27,49 +26,69 @@ def cli() -> None:
     """Pin Kubernetes containers to CPUs and NUMA memory through containerd's NRI."""
 
 
+_FLAG_KEYS = {"nri_socket": ("runtime", "nri_socket"), "cri_socket": ("runtime", "cri_socket"),
+              "status_socket": ("runtime", "status_socket"),
+              "log_level": ("observability", "log_level"),
+              "allow_static_cpu_manager": ("runtime", "allow_static_cpu_manager")}
+"""Flags that set configuration keys: they win over the file, but only when given."""
+
+
+def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, dict[str, object]]:
+    overrides: dict[str, dict[str, object]] = {}
+    for param, (section, key) in _FLAG_KEYS.items():
+        if ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE:
+            overrides.setdefault(section, {})[key] = values[param]
+    return overrides
+
+
 @cli.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="TOML configuration file (must exist); without it, "
+                   "/etc/nri-cpuset/config.toml if it exists, else the built-in defaults.")
 @click.option("--nri-socket", default="/var/run/nri/nri.sock", show_default=True,
-              help="The runtime's NRI socket (ignored when the runtime started the plugin).")
+              help="The runtime's NRI socket (ignored when the runtime started the plugin). "
+                   "Overrides runtime.nri_socket.")
 @click.option("--plugin-name", default="nri-cpuset", show_default=True)
 @click.option("--plugin-index", default="99", show_default=True,
               help="Two digits; plugins run in index order, so 99 sees other plugins' changes.")
 @click.option("--sysfs-root", default="/sys", show_default=True,
               type=click.Path(exists=True, file_okay=False))
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
+              default="info", show_default=True, help="Overrides observability.log_level.")
 @click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
               help="containerd's CRI socket: a pre-installed plugin on containerd 1.7 (which "
-                   "never synchronizes it) reads the running containers there.")
+                   "never synchronizes it) reads the running containers there. Overrides "
+                   "runtime.cri_socket.")
 @click.option("--status-socket", default="/run/nri-cpuset/status.sock", show_default=True,
-              help="Root-only unix socket serving the live state to `inspect` (\"\" disables).")
-def run(nri_socket: str, plugin_name: str, plugin_index: str, sysfs_root: str,
-        log_level: str, cri_socket: str, status_socket: str) -> None:
+              help="Root-only unix socket serving the live state to `inspect` (\"\" disables). "
+                   "Overrides runtime.status_socket.")
+@click.option("--allow-static-cpu-manager", is_flag=True,
+              help="Start even though the kubelet's static CPU manager is active.")
+@click.option("--containerd-config", default="/etc/containerd/config.toml", show_default=True,
+              help="Read (if readable) to tell why the NRI socket is missing.")
+@click.pass_context
+def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin_index: str,
+        sysfs_root: str, containerd_config: str, **flags: object) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
     containerd started it from its plugin directory, uses the socket it was given. Stops
-    cleanly on SIGTERM or SIGINT.
+    cleanly on SIGTERM or SIGINT; SIGHUP (or a change of the file) reloads the configuration.
+    An invalid configuration, or the kubelet's static CPU manager, stops it with exit code 2.
 
     \b
     Example:
-      nri-cpuset run --nri-socket /var/run/nri/nri.sock --log-level debug
+      nri-cpuset run --config /etc/nri-cpuset/config.toml --log-level debug
     """
-    import asyncio  # noqa: PLC0415
-    import logging  # noqa: PLC0415
     import os  # noqa: PLC0415
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: "
-                                                        "%(message)s")
-    try:
-        daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(sysfs_root),
-                                        environ=os.environ, name=plugin_name,
-                                        index=plugin_index, socket_path=nri_socket,
-                                        cri_socket=cri_socket,
-                                        status_socket=status_socket or None)
-    except (ValueError, TopologyError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    asyncio.run(daemon.run_until_signalled())
+    from cpuset_cli import serve  # noqa: PLC0415
+
+    request = serve.RunRequest(config_path=config_path, overrides=_explicit_flags(ctx, flags),
+                               plugin_name=plugin_name, plugin_index=plugin_index,
+                               sysfs_root=sysfs_root, containerd_config=containerd_config,
+                               environ=os.environ)
+    sys.exit(serve.run(request, lambda message: click.echo(message, err=True)))
 
 
 @cli.command("install-launcher")

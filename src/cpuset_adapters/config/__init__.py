@@ -28,8 +28,9 @@ from cpuset_adapters.config.schema import (
     Pinning,
     Runtime,
     keys,
+    value_at,
 )
-from cpuset_adapters.config.structure import Document, parse_toml
+from cpuset_adapters.config.structure import Document, parse_toml, toml_value
 
 __all__ = [
     "DEFAULT_PATH",
@@ -52,5 +53,7 @@ __all__ = [
     "parse_toml",
     "read_document",
     "to_settings",
+    "toml_value",
+    "value_at",
     "with_values_of",
 ]

@@ -50,9 +50,10 @@ def merge(layers: Iterable[Mapping[str, Any]]) -> Document:
 
 def build(document: Mapping[str, Any], topology: Topology, source: str) -> Config:
     """Return the checked configuration ``document`` describes; raise :class:`ConfigError`
-    listing every problem (types and unknown keys first, then values, then the machine)."""
-    config = structure(document, source)
-    problems = value_problems(config)
+    listing every problem: unknown keys and wrong types, then bad values in the tables that
+    were well-typed, and (only for an otherwise valid config) what the machine cannot do."""
+    config, problems, failed = structure(document)
+    problems += [p for p in value_problems(config) if p.key.split(".")[0] not in failed]
     if problems:
         raise ConfigError(source, problems)
     problems = topology_problems(config, topology)

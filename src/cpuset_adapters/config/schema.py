@@ -73,6 +73,9 @@ class Config:
     observability: Observability = attrs.field(factory=Observability)
 
 
+# The field types are strings under `from __future__ import annotations`; cattrs needs classes.
+attrs.resolve_types(Config)
+
 SECTIONS: Final = tuple(f.name for f in attrs.fields(Config))
 """The tables, in file order."""
 
@@ -81,7 +84,12 @@ def keys() -> tuple[str, ...]:
     """Every dotted key (``"cpus.reserved"``), in file order."""
     return tuple(f"{section.name}.{field.name}"
                  for section in attrs.fields(Config)
-                 for field in attrs.fields(section.type))  # type: ignore[arg-type]
+                 for field in attrs.fields(section_type(section.name)))
+
+
+def section_type(name: str) -> type:
+    section: type = getattr(attrs.fields(Config), name).type
+    return section
 
 
 def value_at(config: Config, key: str) -> object:

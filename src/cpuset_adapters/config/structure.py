@@ -18,7 +18,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn
 
 from cpuset_adapters.config.errors import ConfigError, Problem
-from cpuset_adapters.config.schema import Config
+from cpuset_adapters.config.schema import Config, section_type
 
 Document: TypeAlias = dict[str, Any]
 """A parsed TOML document (tables are dicts)."""
@@ -46,15 +46,29 @@ def toml_value(value: object) -> str:
     return str(value)
 
 
-def structure(document: Mapping[str, Any], source: str) -> Config:
-    """Return ``document`` as a :class:`Config`; raise :class:`ConfigError` listing every
-    unknown key and every value of the wrong type."""
-    try:
-        return _CONVERTER.structure(document, Config)
-    except ClassValidationError as exc:
-        raise ConfigError(source, list(_problems(exc, (), document))) from exc
-    except _WrongTypeError as exc:  # the document itself is not a table (cannot come from TOML)
-        raise ConfigError(source, [Problem("", str(exc))]) from exc
+def structure(document: Mapping[str, Any]) -> tuple[Config, list[Problem], set[str]]:
+    """Return ``document`` as a :class:`Config`, the problems found (every unknown key and
+    every value of the wrong type), and the tables that had problems: those take their
+    defaults in the returned config, so the other tables can still be checked."""
+    problems: list[Problem] = []
+    failed: set[str] = set()
+    known = [f.name for f in attrs.fields(Config)]
+    problems.extend(Problem(key, _unknown(key, known, ()))
+                    for key in document if key not in known)
+    sections: dict[str, Any] = {}
+    for field in attrs.fields(Config):
+        if field.name not in document:
+            continue
+        try:
+            sections[field.name] = _CONVERTER.structure(document[field.name],
+                                                        section_type(field.name))
+        except ClassValidationError as exc:
+            problems.extend(_problems(exc, (field.name,), document))
+            failed.add(field.name)
+        except _WrongTypeError as exc:
+            problems.append(Problem(field.name, str(exc), toml_value(document[field.name])))
+            failed.add(field.name)
+    return Config(**sections), problems, failed
 
 
 # -- strict hooks ------------------------------------------------------------------------------

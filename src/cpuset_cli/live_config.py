@@ -1,0 +1,184 @@
+"""The running configuration: its layers, validated reloads, and the file watcher.
+
+Layers, lowest first: built-in defaults, the file (``--config``), the runtime's plugin config
+(NRI Configure, pre-installed plugins), the command line's explicit flags. A reload (SIGHUP,
+a change of the file, a Configure) builds the whole configuration anew and checks it first: an
+invalid one is logged with every problem and the last good configuration stays. A valid one is
+swapped in: live keys (``LIVE_KEYS``) apply at once through ``CpusetEngine.reconfigure``;
+changed keys that need a restart are logged and keep their running values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from cpuset_adapters.config import (
+    LIVE_KEYS,
+    Config,
+    ConfigError,
+    Document,
+    build,
+    changed_keys,
+    merge,
+    parse_toml,
+    read_document,
+    to_settings,
+    toml_value,
+    value_at,
+    with_values_of,
+)
+from cpuset_core import CpusetEngine, Topology
+
+_log = logging.getLogger("nri_cpuset.config")
+
+POLL_INTERVAL = 2.0
+"""Seconds between looks at the file (mtime, size, inode): cheap, and no inotify dependency."""
+
+RUNTIME_SOURCE = "the runtime's plugin config"
+
+FileStamp = tuple[int, int, int]
+
+
+def stamp(path: Path) -> FileStamp | None:
+    """What identifies one version of the file, or ``None`` when it cannot be seen."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@attrs.define
+class LiveConfig:
+    """The configuration a daemon runs with, and where it came from."""
+
+    path: Path
+    required: bool
+    """Whether the file was named explicitly (``--config``): then it must exist."""
+    topology: Topology
+    overrides: Document
+    """The explicit command-line flags, as a document: they win over every other layer."""
+    current: Config
+    file_document: Document | None
+    """The file's last good document; ``None`` while the (default) file does not exist."""
+    runtime_document: Document = attrs.field(factory=dict)
+    engine: CpusetEngine | None = None
+    """Attached by the composition root; live keys are applied to it."""
+    seen: FileStamp | None = None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, required: bool, topology: Topology,
+             overrides: Document | None = None) -> LiveConfig:
+        """Return the startup configuration. Raises :class:`ConfigError` listing every
+        problem (the daemon must not start)."""
+        path = Path(path)
+        seen = stamp(path)
+        document = read_document(path, required=required)
+        layers = overrides or {}
+        current = build(merge([document or {}, layers]), topology, _label(path, {}, layers))
+        return cls(path=path, required=required, topology=topology, overrides=layers,
+                   current=current, file_document=document, seen=seen)
+
+    def describe_source(self) -> str:
+        """Where the running configuration came from, for the startup log."""
+        if self.file_document is None:
+            return f"no configuration file at {self.path}: using the built-in defaults"
+        return f"configuration from {self.path}"
+
+    # -- reloads -------------------------------------------------------------------------------
+
+    def reload_file(self, why: str) -> bool:
+        """Read the file again and swap it in if valid; return whether it was."""
+        self.seen = stamp(self.path)
+        try:
+            # A file that disappears at reload keeps the last good configuration: the file
+            # being replaced must never silently revert to the defaults.
+            document = read_document(self.path, required=True)
+        except ConfigError as error:
+            self._rejected(why, error)
+            return False
+        return self._adopt(document, self.runtime_document, why)
+
+    def apply_runtime_config(self, text: str) -> bool:
+        """Layer the runtime's plugin config (Configure) over the file; return whether it was
+        valid. No file I/O: this runs while the runtime waits for the plugin."""
+        try:
+            document = parse_toml(text, RUNTIME_SOURCE)
+        except ConfigError as error:
+            self._rejected("configure", error)
+            return False
+        return self._adopt(self.file_document, document, "configure")
+
+    def _adopt(self, file_document: Document | None, runtime_document: Document,
+               why: str) -> bool:
+        layers = [file_document or {}, runtime_document, self.overrides]
+        try:
+            new = build(merge(layers), self.topology,
+                        _label(self.path, runtime_document, self.overrides))
+        except ConfigError as error:
+            self._rejected(why, error)
+            return False
+        changed = changed_keys(self.current, new)
+        fixed = [key for key in changed if key not in LIVE_KEYS]
+        if fixed:
+            _log.error("%s: %s changed but need%s a restart; running with the old value%s",
+                       why, ", ".join(f"{key} ({_show(value_at(self.current, key))} -> "
+                                      f"{_show(value_at(new, key))})" for key in fixed),
+                       "s" if len(fixed) == 1 else "", "s" if len(fixed) > 1 else "")
+            new = with_values_of(new, self.current, fixed)
+        live = [key for key in changed if key in LIVE_KEYS]
+        if live:
+            try:
+                self._apply_live(new)
+            except ValueError as exc:  # the core refused: keep everything as it was
+                _log.error("%s: the engine refused the new settings (%s); keeping the last "
+                           "good configuration", why, exc)
+                return False
+        self.file_document, self.runtime_document, self.current = (file_document,
+                                                                   runtime_document, new)
+        if live:
+            _log.info("%s: applied %s", why, ", ".join(
+                f"{key} = {_show(value_at(new, key))}" for key in live))
+        elif not fixed:
+            _log.info("%s: configuration unchanged", why)
+        return True
+
+    def _apply_live(self, new: Config) -> None:
+        if self.engine is not None:
+            self.engine.reconfigure(to_settings(new))
+        if new.observability.log_level != self.current.observability.log_level:
+            logging.getLogger().setLevel(new.observability.log_level.upper())
+
+    def _rejected(self, why: str, error: ConfigError) -> None:
+        _log.error("%s: configuration %s rejected, keeping the last good one: %s", why,
+                   error.source, "; ".join(str(p) for p in error.problems))
+
+    # -- watching ------------------------------------------------------------------------------
+
+    async def watch(self, interval: float = POLL_INTERVAL) -> None:
+        """Reload whenever the file changes (polled every ``interval`` seconds), until
+        cancelled. Runs on the event loop, never on an NRI hook."""
+        while True:
+            await asyncio.sleep(interval)
+            now = stamp(self.path)
+            if now != self.seen:
+                self.reload_file("file change")
+
+
+def _label(path: Path, runtime_document: Document, overrides: Document) -> str:
+    parts = [str(path)]
+    if runtime_document:
+        parts.append(RUNTIME_SOURCE)
+    if overrides:
+        parts.append("command-line flags")
+    return " + ".join(parts)
+
+
+def _show(value: Any) -> str:
+    return toml_value(list(value) if isinstance(value, tuple) else value)

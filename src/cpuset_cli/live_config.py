@@ -166,9 +166,14 @@ class LiveConfig:
         cancelled. Runs on the event loop, never on an NRI hook."""
         while True:
             await asyncio.sleep(interval)
-            now = stamp(self.path)
-            if now != self.seen:
-                self.reload_file("file change")
+            self.check_file()
+
+    def check_file(self) -> bool | None:
+        """Reload if the file changed since it was last read; return what the reload returned,
+        or ``None`` when nothing changed."""
+        if stamp(self.path) == self.seen:
+            return None
+        return self.reload_file("file change")
 
 
 def _label(path: Path, runtime_document: Document, overrides: Document) -> str:

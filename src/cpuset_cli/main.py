@@ -100,9 +100,15 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
               help="Where the pre-installed plugin logs (the runtime discards its output).")
 @click.option("--sysfs-root", default="/sys", show_default=True)
 @click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
-              help="containerd's CRI socket (read once at start on containerd 1.7).")
-def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_file: str,
-                     sysfs_root: str, cri_socket: str) -> None:
+              help="containerd's CRI socket (read once at start on containerd 1.7); written "
+                   "into the launcher when given, else runtime.cri_socket applies.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="The configuration file the plugin runs with (`run --config`); it must "
+                   "exist whenever containerd starts the plugin.")
+@click.pass_context
+def install_launcher(ctx: click.Context, /, plugin_dir: str, plugin_name: str,
+                     plugin_index: str, log_file: str, sysfs_root: str, cri_socket: str,
+                     config_path: str | None) -> None:
     """Install the launcher containerd starts from its plugin directory (pre-installed mode).
 
     containerd starts it with only NRI_PLUGIN_NAME, NRI_PLUGIN_IDX and NRI_PLUGIN_SOCKET in the
@@ -110,7 +116,8 @@ def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_f
 
     \b
     Example:
-      nri-cpuset install-launcher --plugin-dir /opt/nri/plugins
+      nri-cpuset install-launcher --plugin-dir /opt/nri/plugins \\
+          --config /etc/nri-cpuset/config.toml
     """
     from cpuset_adapters.nri.launch import validate_identity  # noqa: PLC0415
 
@@ -119,9 +126,11 @@ def install_launcher(plugin_dir: str, plugin_name: str, plugin_index: str, log_f
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    explicit = ctx.get_parameter_source("cri_socket") is click.core.ParameterSource.COMMANDLINE
     path = launcher.install(Path(plugin_dir), name=plugin_name, index=plugin_index,
                             python=sys.executable, log_file=log_file, sysfs_root=sysfs_root,
-                            cri_socket=cri_socket)
+                            cri_socket=cri_socket if explicit else None,
+                            config=str(Path(config_path).absolute()) if config_path else None)
     click.echo(f"installed {path}")
 
 

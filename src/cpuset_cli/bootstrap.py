@@ -14,6 +14,7 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
+    from cpuset_adapters.nri.handler import CpusetNriHandler
     from cpuset_cli.daemon import Daemon
     from cpuset_cli.live_config import LiveConfig
 
@@ -66,14 +67,24 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         status_socket, settings = runtime.status_socket or None, to_settings(config.current)
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     engine = build_engine(topology_source, settings)
-    if config is not None:
-        config.engine = engine
     pusher = UpdatePusher(engine)
     handler = CpusetNriHandler(engine, pusher)
+    if config is not None:
+        config.engine = engine
+        config.replace_engine = lambda new: _replace_engine(handler, new)
     session = NriSession(handler, name=launch.name, index=launch.index)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
                   cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
                   config=config)
+
+
+def _replace_engine(handler: CpusetNriHandler, settings: Settings) -> CpusetEngine | None:
+    """A new engine for ``settings`` in place of the handler's, if it has decided nothing."""
+    if handler.decided:
+        return None
+    engine = CpusetEngine(handler.engine.topology, settings)
+    handler.replace_engine(engine)
+    return engine
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

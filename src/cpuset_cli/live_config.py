@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from cpuset_adapters.config import (
     value_at,
     with_values_of,
 )
-from cpuset_core import CpusetEngine, Topology
+from cpuset_core import CpusetEngine, Settings, Topology
 
 _log = logging.getLogger("nri_cpuset.config")
 
@@ -43,6 +44,9 @@ POLL_INTERVAL = 2.0
 RUNTIME_SOURCE = "the runtime's plugin config"
 
 FileStamp = tuple[int, int, int]
+
+ENGINE_SECTIONS = frozenset({"pinning", "cpus"})
+"""Tables that map to the core's settings."""
 
 
 def stamp(path: Path) -> FileStamp | None:
@@ -70,6 +74,9 @@ class LiveConfig:
     runtime_document: Document = attrs.field(factory=dict)
     engine: CpusetEngine | None = None
     """Attached by the composition root; live keys are applied to it."""
+    replace_engine: Callable[[Settings], CpusetEngine | None] | None = None
+    """Attached by the composition root: a new engine with these settings in place of
+    ``engine``, or ``None`` once a decision was made (then only live keys may change)."""
     seen: FileStamp | None = None
 
     @classmethod
@@ -125,7 +132,8 @@ class LiveConfig:
             self._rejected(why, error)
             return False
         changed = changed_keys(self.current, new)
-        fixed = [key for key in changed if key not in LIVE_KEYS]
+        fixed = self._replace_engine_for([key for key in changed if key not in LIVE_KEYS], new,
+                                         why)
         if fixed:
             _log.error("%s: %s changed but need%s a restart; running with the old value%s",
                        why, ", ".join(f"{key} ({_show(value_at(self.current, key))} -> "
@@ -148,6 +156,21 @@ class LiveConfig:
         elif not fixed:
             _log.info("%s: configuration unchanged", why)
         return True
+
+    def _replace_engine_for(self, fixed: list[str], new: Config, why: str) -> list[str]:
+        """Apply the engine's restart-only keys among ``fixed`` by a new engine, if nothing
+        was decided yet; return the keys still needing a restart."""
+        engine_keys = [key for key in fixed if key.split(".")[0] in ENGINE_SECTIONS]
+        if not engine_keys or self.replace_engine is None:
+            return fixed
+        others = [key for key in fixed if key not in engine_keys]
+        engine = self.replace_engine(to_settings(with_values_of(new, self.current, others)))
+        if engine is None:
+            return fixed
+        self.engine = engine
+        _log.info("%s: applied %s before the first decision", why, ", ".join(
+            f"{key} = {_show(value_at(new, key))}" for key in engine_keys))
+        return others
 
     def _apply_live(self, new: Config) -> None:
         if self.engine is not None:

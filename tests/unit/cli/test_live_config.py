@@ -184,3 +184,35 @@ def test_a_missing_default_file_means_the_defaults_and_is_said_at_start(tmp_path
     (tmp_path / "absent.toml").write_text(ALLOW_STORAGE)
     assert config.check_file() is True  # created later: picked up
     assert config.current.pinning.namespaces == ("storage",)
+
+
+def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_setting(
+        path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A pre-installed plugin gets its drop-in config in Configure, before any container:
+    the reservation and the pin annotation apply then, not only at a later restart."""
+    import asyncio
+
+    from cpuset_adapters.fake_topology import StaticTopologySource
+    from cpuset_adapters.nri.handler_port import RuntimeInfo
+    from cpuset_cli import bootstrap
+
+    config = LiveConfig.load(path, required=True, topology=OFFLINE_ISO,
+                             overrides={"runtime": {"status_socket": ""}})
+    daemon = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO),
+                                    environ={"NRI_PLUGIN_SOCKET": "3"}, name="nri-cpuset",
+                                    index="99", config=config)
+
+    async def configure(text: str) -> None:
+        daemon.handler.on_configure(RuntimeInfo(config=text, registration_timeout_ms=5000))
+
+    asyncio.run(configure('[cpus]\nreserved = "0"\n[runtime]\nstatus_socket = "/run/x.sock"\n'))
+    assert daemon.handler.engine.settings.system_reserved == CPUSet([0])
+    assert daemon.pusher.known() == {}
+    assert config.engine is daemon.handler.engine
+    assert config.current.cpus.reserved == "0"
+    # Not an engine setting, and given on the command line anyway.
+    assert config.current.runtime.status_socket == ""
+    daemon.handler.adopt([], [], source="synchronize")  # the first decision
+    asyncio.run(configure('[cpus]\nreserved = "1"\n'))
+    assert daemon.handler.engine.settings.system_reserved == CPUSet([0])
+    assert 'cpus.reserved ("0" -> "1") changed but needs a restart' in caplog.text

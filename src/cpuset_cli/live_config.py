@@ -88,7 +88,7 @@ class LiveConfig:
         seen = stamp(path)
         document = read_document(path, required=required)
         layers = overrides or {}
-        current = build(merge([document or {}, layers]), topology, _label(path, {}, layers))
+        current = _build(path, [document or {}, {}, layers], topology)
         return cls(path=path, required=required, topology=topology, overrides=layers,
                    current=current, file_document=document, seen=seen)
 
@@ -126,8 +126,7 @@ class LiveConfig:
                why: str) -> bool:
         layers = [file_document or {}, runtime_document, self.overrides]
         try:
-            new = build(merge(layers), self.topology,
-                        _label(self.path, runtime_document, self.overrides))
+            new = _build(self.path, layers, self.topology)
         except ConfigError as error:
             self._rejected(why, error)
             return False
@@ -199,13 +198,26 @@ class LiveConfig:
         return self.reload_file("file change")
 
 
-def _label(path: Path, runtime_document: Document, overrides: Document) -> str:
-    parts = [str(path)]
-    if runtime_document:
-        parts.append(RUNTIME_SOURCE)
-    if overrides:
-        parts.append("command-line flags")
-    return " + ".join(parts)
+def _build(path: Path, layers: list[Document], topology: Topology) -> Config:
+    """Build from the file, runtime and flag layers; a :class:`ConfigError` names the layers
+    its problems come from (a key's last layer), the file when none does."""
+    try:
+        return build(merge(layers), topology, str(path))
+    except ConfigError as error:
+        names = (str(path), RUNTIME_SOURCE, "command-line flags")
+        origins = {_origin(problem.key, layers) for problem in error.problems}
+        source = " + ".join(name for index, name in enumerate(names) if index in origins)
+        raise ConfigError(source or str(path), error.problems) from error
+
+
+def _origin(key: str, layers: list[Document]) -> int:
+    section, _, name = key.partition(".")
+    name = name.split("[")[0]
+    for index in reversed(range(len(layers))):
+        table = layers[index].get(section)
+        if (not name and section in layers[index]) or (isinstance(table, dict) and name in table):
+            return index
+    return 0
 
 
 def _show(value: Any) -> str:

@@ -178,7 +178,7 @@ class LiveConfig:
             logging.getLogger().setLevel(new.observability.log_level.upper())
 
     def _rejected(self, why: str, error: ConfigError) -> None:
-        _log.error("%s: configuration %s rejected, keeping the last good one: %s", why,
+        _log.error("%s: rejected %s, keeping the last good configuration: %s", why,
                    error.source, "; ".join(str(p) for p in error.problems))
 
     # -- watching ------------------------------------------------------------------------------
@@ -188,7 +188,10 @@ class LiveConfig:
         cancelled. Runs on the event loop, never on an NRI hook."""
         while True:
             await asyncio.sleep(interval)
-            self.check_file()
+            try:
+                self.check_file()
+            except Exception:  # noqa: BLE001 - a bug must not end reloads for good
+                _log.exception("reloading %s failed", self.path)
 
     def check_file(self) -> bool | None:
         """Reload if the file changed since it was last read; return what the reload returned,

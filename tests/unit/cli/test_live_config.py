@@ -66,7 +66,7 @@ def test_an_invalid_file_keeps_the_last_good_configuration_and_says_why(
     assert config.reload_file("SIGHUP") is False
     assert config.current == before
     assert not engine(config).settings.may_pin("default")
-    assert (f'SIGHUP: configuration {path} rejected, keeping the last good one: '
+    assert (f'SIGHUP: rejected {path}, keeping the last good configuration: '
             f'cpus.reserved = "0-x": invalid CPU list') in caplog.text
 
 
@@ -170,7 +170,9 @@ def test_an_invalid_runtime_plugin_config_is_logged_and_changes_nothing(
     config = live(path)
     assert config.apply_runtime_config("[pinning]\nnamespace = []\n") is False
     assert config.current.pinning.namespaces == ("storage",)
-    assert "configure: configuration" in caplog.text
+    assert f"configure: rejected {path}, keeping the last good configuration" not in \
+        caplog.text  # the drop-in is at fault, not the file
+    assert "configure: rejected the runtime's plugin config, keeping" in caplog.text
     assert "pinning.namespace: unknown key (did you mean namespaces?" in caplog.text
     assert config.apply_runtime_config("[[") is False
     assert "the runtime's plugin config" in caplog.text

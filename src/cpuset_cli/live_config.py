@@ -131,13 +131,11 @@ class LiveConfig:
             self._rejected(why, error)
             return False
         changed = changed_keys(self.current, new)
-        fixed = self._replace_engine_for([key for key in changed if key not in LIVE_KEYS], new,
-                                         why)
+        fixed = [key for key in changed if key not in LIVE_KEYS]
+        replaced = self._replace_engine_for(fixed, new, why)
+        fixed = [key for key in fixed if key not in replaced]
         if fixed:
-            _log.error("%s: %s changed but need%s a restart; running with the old value%s",
-                       why, ", ".join(f"{key} ({_show(value_at(self.current, key))} -> "
-                                      f"{_show(value_at(new, key))})" for key in fixed),
-                       "s" if len(fixed) == 1 else "", "s" if len(fixed) > 1 else "")
+            self._report_restart(why, fixed, new)
             new = with_values_of(new, self.current, fixed)
         live = [key for key in changed if key in LIVE_KEYS]
         if live:
@@ -150,26 +148,31 @@ class LiveConfig:
         self.file_document, self.runtime_document, self.current = (file_document,
                                                                    runtime_document, new)
         if live:
-            _log.info("%s: applied %s", why, ", ".join(
-                f"{key} = {_show(value_at(new, key))}" for key in live))
-        elif not fixed:
+            _log.info("%s: applied %s", why, _assignments(live, new))
+        elif not changed:
             _log.info("%s: configuration unchanged", why)
         return True
 
+    def _report_restart(self, why: str, fixed: list[str], new: Config) -> None:
+        _log.error("%s: %s changed but need%s a restart; running with the old value%s", why,
+                   ", ".join(f"{key} ({_show(value_at(self.current, key))} -> "
+                             f"{_show(value_at(new, key))})" for key in fixed),
+                   "s" if len(fixed) == 1 else "", "s" if len(fixed) > 1 else "")
+
     def _replace_engine_for(self, fixed: list[str], new: Config, why: str) -> list[str]:
-        """Apply the engine's restart-only keys among ``fixed`` by a new engine, if nothing
-        was decided yet; return the keys still needing a restart."""
+        """Apply the engine's restart-only keys among ``fixed`` through a new engine if
+        nothing was decided yet; return the keys so applied."""
         engine_keys = [key for key in fixed if key.split(".")[0] in ENGINE_SECTIONS]
         if not engine_keys or self.replace_engine is None:
-            return fixed
+            return []
         others = [key for key in fixed if key not in engine_keys]
         engine = self.replace_engine(to_settings(with_values_of(new, self.current, others)))
         if engine is None:
-            return fixed
+            return []
         self.engine = engine
-        _log.info("%s: applied %s before the first decision", why, ", ".join(
-            f"{key} = {_show(value_at(new, key))}" for key in engine_keys))
-        return others
+        _log.info("%s: applied %s before the first decision", why,
+                  _assignments(engine_keys, new))
+        return engine_keys
 
     def _apply_live(self, new: Config) -> None:
         if self.engine is not None:
@@ -221,6 +224,10 @@ def _origin(key: str, layers: list[Document]) -> int:
         if (not name and section in layers[index]) or (isinstance(table, dict) and name in table):
             return index
     return 0
+
+
+def _assignments(names: list[str], config: Config) -> str:
+    return ", ".join(f"{key} = {_show(value_at(config, key))}" for key in names)
 
 
 def _show(value: Any) -> str:

@@ -194,6 +194,8 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
     the reservation and the pin annotation apply then, not only at a later restart."""
     import asyncio
 
+    caplog.set_level(logging.INFO)
+
     from cpuset_adapters.fake_topology import StaticTopologySource
     from cpuset_adapters.nri.handler_port import RuntimeInfo
     from cpuset_cli import bootstrap
@@ -212,6 +214,8 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
     assert daemon.pusher.known() == {}
     assert config.engine is daemon.handler.engine
     assert config.current.cpus.reserved == "0"
+    assert 'configure: applied cpus.reserved = "0" before the first decision' in caplog.text
+    assert "unchanged" not in caplog.text
     # Not an engine setting, and given on the command line anyway.
     assert config.current.runtime.status_socket == ""
     daemon.handler.adopt([], [], source="synchronize")  # the first decision

@@ -8,6 +8,7 @@ import logging
 import signal
 from dataclasses import dataclass, field
 
+from cpuset_adapters.config import Observability
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
@@ -41,6 +42,12 @@ class Daemon:
 
     def __post_init__(self) -> None:
         self.handler.on_configured = self._configured
+
+    @property
+    def observability(self) -> Observability:
+        """``[observability]`` as the daemon runs it (``listen``, ``log_level``,
+        ``log_format``); the built-in defaults without a configuration."""
+        return self.config.current.observability if self.config else Observability()
 
     def _configured(self, info: RuntimeInfo) -> None:
         """Apply the runtime's plugin config (pre-installed plugins' drop-in file), if any.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document
+from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document, Observability
 from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_cli.live_config import LiveConfig
@@ -37,9 +37,10 @@ class RunRequest:
     environ: Mapping[str, str]
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr at ``level`` (a pre-installed plugin's launcher sends it to a file)."""
-    logging.basicConfig(level=level.upper(),
+def configure_logging(observability: Observability) -> None:
+    """Log to stderr at ``observability.log_level`` (a pre-installed plugin's launcher sends
+    stderr to a file). ``log_format`` is not applied yet: the observability work owns it."""
+    logging.basicConfig(level=observability.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
@@ -59,7 +60,7 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
     except (ConfigError, TopologyError) as exc:
         fail(f"error: {exc}")
         return EXIT_BAD_INPUT
-    configure_logging(live.current.observability.log_level)
+    configure_logging(live.current.observability)
     _log.info("%s", live.describe_source())
     findings = run_checks(live.current,
                           launched_by_runtime="NRI_PLUGIN_SOCKET" in request.environ,

@@ -222,3 +222,18 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
     asyncio.run(configure('[cpus]\nreserved = "1"\n'))
     assert daemon.handler.engine.settings.system_reserved == CPUSet([0])
     assert 'cpus.reserved ("0" -> "1") changed but needs a restart' in caplog.text
+
+
+def test_the_daemon_exposes_the_observability_settings_it_runs_with(path: Path) -> None:
+    from cpuset_adapters.fake_topology import StaticTopologySource
+    from cpuset_cli import bootstrap
+
+    path.write_text('[observability]\nlisten = ":9100"\nlog_format = "console"\n')
+    config = LiveConfig.load(path, required=True, topology=OFFLINE_ISO)
+    daemon = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO), environ={},
+                                    name="nri-cpuset", index="99", config=config)
+    assert (daemon.observability.listen, daemon.observability.log_format) == (":9100",
+                                                                              "console")
+    bare = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO), environ={},
+                                  name="nri-cpuset", index="99")
+    assert bare.observability.listen == "127.0.0.1:9477"

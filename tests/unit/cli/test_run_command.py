@@ -31,7 +31,7 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[LiveConfig]
 
     monkeypatch.setattr(serve.bootstrap, "build_daemon", build_daemon)
     monkeypatch.setattr(serve, "DEFAULT_PATH", str(tmp_path / "default.toml"))
-    monkeypatch.setattr(serve, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(serve, "configure_logging", lambda _observability: None)
     return built
 
 

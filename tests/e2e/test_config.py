@@ -33,7 +33,10 @@ from tests.e2e.test_plugin import (
 
 pytestmark = pytest.mark.e2e
 
-ONLY_STORAGE = '[pinning]\nnamespaces = ["storage"]\n'
+# Console logs, so the assertions below read the messages as written (the schema's default
+# format is JSON once the observability work renders it).
+CONSOLE = '[observability]\nlog_format = "console"\n'
+ONLY_STORAGE = '[pinning]\nnamespaces = ["storage"]\n' + CONSOLE
 REFUSED = "namespace 'default' may not use the annotation weka.io/cores-ids"
 
 
@@ -117,14 +120,15 @@ def test_a_pin_from_a_namespace_not_allowed_fails_creation_and_changes_nothing(
 def test_sighup_keeps_the_last_good_config_when_the_file_is_invalid_and_applies_a_valid_one(
         plugin: Plugin, lab: LabContainerd, cri: CriClient, config_file: Path) -> None:
     assert plugin.process is not None
-    write_unseen(config_file, '[pinning]\nnamespaces = ["*"]\n[cpus]\nreserved = "0-x"\n')
+    write_unseen(config_file, '[pinning]\nnamespaces = ["*"]\n[cpus]\nreserved = "0-x"\n'
+                 + CONSOLE)
     plugin.process.send_signal(signal.SIGHUP)
     wait_for_log(plugin, "SIGHUP: rejected")
     assert (f"SIGHUP: rejected {config_file}, keeping the last good configuration: "
             'cpus.reserved = "0-x": invalid CPU list') in plugin.text()
     assert REFUSED in refused(cri, lab)  # the allowlist still applies
 
-    write_unseen(config_file, '[pinning]\nnamespaces = ["storage", "def*"]\n')
+    write_unseen(config_file, '[pinning]\nnamespaces = ["storage", "def*"]\n' + CONSOLE)
     plugin.process.send_signal(signal.SIGHUP)
     wait_for_log(plugin, "SIGHUP: applied pinning.namespaces")
     assert refused(cri, lab) == ""  # refused before, admitted now
@@ -134,10 +138,10 @@ def test_sighup_keeps_the_last_good_config_when_the_file_is_invalid_and_applies_
 def test_a_changed_file_is_reloaded_by_itself(plugin: Plugin, lab: LabContainerd,
                                               cri: CriClient, config_file: Path) -> None:
     assert REFUSED in refused(cri, lab)
-    config_file.write_text('[pinning]\nnamespaces = ["default"]\n')
+    config_file.write_text('[pinning]\nnamespaces = ["default"]\n' + CONSOLE)
     wait_for_log(plugin, "file change: applied pinning.namespaces = [\"default\"]")
     assert refused(cri, lab) == ""
-    config_file.write_text('[pinning]\nnamespaces = ["default"]\n[observability]\nlisn = ""\n')
+    config_file.write_text('[pinning]\nnamespaces = ["default"]\n' + CONSOLE + 'lisn = ""\n')
     wait_for_log(plugin, "file change: rejected")
     assert "observability.lisn: unknown key" in plugin.text()
     assert refused(cri, lab) == ""  # the last good allowlist still admits it

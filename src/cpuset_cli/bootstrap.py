@@ -14,7 +14,9 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
+    from cpuset_adapters.nri.handler import CpusetNriHandler
     from cpuset_cli.daemon import Daemon
+    from cpuset_cli.live_config import LiveConfig
 
 DryRun = FakeRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
@@ -38,9 +40,10 @@ def build_dry_run(topology_source: TopologySource,
 
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
-                 index: str, socket_path: str, cri_socket: str | None = None,
-                 status_socket: str | None = None, settings: Settings | None = None,
-                 listen: str | None = None, request_timeout: float = 2.0) -> Daemon:
+                 index: str, socket_path: str = "/var/run/nri/nri.sock",
+                 cri_socket: str | None = None, status_socket: str | None = None,
+                 settings: Settings | None = None, listen: str | None = None,
+                 request_timeout: float = 2.0, config: LiveConfig | None = None) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -51,6 +54,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     ``listen`` (``host:port``; ``None`` or ``""``: off) serves /metrics, /healthz and /readyz;
     ``request_timeout`` (seconds, the runtime's ``plugin_request_timeout``) sizes the hook
     duration buckets.
+    With ``config`` (``nri-cpuset run``), the sockets and settings come from
+    ``config.current`` instead of the keyword arguments, and the daemon reloads it.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
@@ -60,15 +65,34 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
     from cpuset_cli.daemon import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
 
+    if config is not None:
+        from cpuset_adapters.config import to_settings  # noqa: PLC0415
+
+        runtime = config.current.runtime
+        socket_path, cri_socket = runtime.nri_socket, runtime.cri_socket
+        status_socket, settings = runtime.status_socket or None, to_settings(config.current)
+        listen = config.current.observability.listen
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     engine = build_engine(topology_source, settings)
     metrics = PluginMetrics(request_timeout)
     pusher = UpdatePusher(engine, observer=metrics)
     handler = CpusetNriHandler(engine, pusher, observer=metrics)
+    if config is not None:
+        config.engine = engine
+        config.replace_engine = lambda new: _replace_engine(handler, new)
     session = NriSession(handler, name=launch.name, index=launch.index, observer=metrics)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
                   cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
-                  metrics=metrics, listen=listen or None)
+                  metrics=metrics, listen=listen or None, config=config)
+
+
+def _replace_engine(handler: CpusetNriHandler, settings: Settings) -> CpusetEngine | None:
+    """A new engine for ``settings`` in place of the handler's, if it has decided nothing."""
+    if handler.decided:
+        return None
+    engine = CpusetEngine(handler.engine.topology, settings)
+    handler.replace_engine(engine)
+    return engine
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

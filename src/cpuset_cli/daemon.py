@@ -9,6 +9,7 @@ import signal
 from collections import Counter
 from dataclasses import dataclass, field
 
+from cpuset_adapters.config import Observability
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
@@ -20,6 +21,7 @@ from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
+from cpuset_cli.live_config import LiveConfig
 from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
 
 _log = logging.getLogger("nri_cpuset.daemon")
@@ -41,16 +43,29 @@ class Daemon:
     metrics: PluginMetrics = field(default_factory=PluginMetrics)
     listen: str | None = None
     """``host:port`` for /metrics, /healthz and /readyz; ``None`` serves none."""
+    config: LiveConfig | None = None
+    """The running configuration (``config.current``), reloaded on SIGHUP and file change."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.endpoint, InheritedSocket):
-            self.handler.on_configured = self._configured
+        self.handler.on_configured = self._configured
         self.metrics.watch(self.sample)
 
+    @property
+    def observability(self) -> Observability:
+        """``[observability]`` as the daemon runs it (``listen``, ``log_level``,
+        ``log_format``); the built-in defaults without a configuration."""
+        return self.config.current.observability if self.config else Observability()
+
     def _configured(self, info: RuntimeInfo) -> None:
-        """A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
+        """Apply the runtime's plugin config (pre-installed plugins' drop-in file), if any.
+
+        A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
         Configure) is never synchronized: take the inventory over CRI instead."""
+        if self.config is not None and info.config.strip():
+            self.config.apply_runtime_config(info.config)
+        if not isinstance(self.endpoint, InheritedSocket):
+            return
         if info.registration_timeout_ms == 0 and self.inventory is None:
             _log.info("the runtime does not synchronize pre-installed plugins: reading running "
                       "containers over CRI at %s", self.cri_socket)
@@ -98,6 +113,8 @@ class Daemon:
         http = self._serve_http()
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
+        watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
+                    if self.config is not None else None)
         try:
             await self.session.run_forever(self.endpoint)
         finally:
@@ -105,7 +122,7 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, self.inventory):
+            for task in (pushing, watching, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -186,19 +203,27 @@ class Daemon:
                 "max_updates_per_container": max(per_container.values(), default=0),
                 "update_failures": self.pusher.failures}
 
+    def reload(self) -> None:
+        """SIGHUP: read the configuration file again (validated, then swapped)."""
+        if self.config is None:
+            _log.warning("SIGHUP: this daemon runs without a configuration to reload")
+            return
+        self.config.reload_file("SIGHUP")
+
     async def run_until_signalled(self) -> None:
-        """Run, and stop cleanly on SIGTERM or SIGINT."""
+        """Run, stop cleanly on SIGTERM or SIGINT, and reload the configuration on SIGHUP."""
         loop = asyncio.get_running_loop()
         main = asyncio.current_task()
         assert main is not None
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, main.cancel)
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
         try:
             await self.run()
         except asyncio.CancelledError:
             _log.info("stopping on signal")
         finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(signum)
 
 

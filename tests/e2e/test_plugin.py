@@ -47,10 +47,10 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> N
 
 
 class Plugin:
-    """`nri-cpuset run` as a child process, with its log."""
+    """`nri-cpuset run` as a child process, with its log (``args``: more flags for ``run``)."""
 
-    def __init__(self, socket: Path, log: Path) -> None:
-        self.socket, self.log = socket, log
+    def __init__(self, socket: Path, log: Path, args: tuple[str, ...] = ()) -> None:
+        self.socket, self.log, self.args = socket, log, args
         self.status = log.with_name("status.sock")
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -60,7 +60,8 @@ class Plugin:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
-                 "--log-level", "debug", "--status-socket", str(self.status)],
+                 "--log-level", "debug", "--log-format", "console", "--status-socket",
+                 str(self.status), *self.args],
                 stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def text(self) -> str:
@@ -113,11 +114,11 @@ def cpus(cri: CriClient, cid: str) -> CPUSet:
 
 
 @contextmanager
-def pod(cri: CriClient, name: str, qos: QosClass, *,
-        pins: str | None = None) -> Iterator[str]:
+def pod(cri: CriClient, name: str, qos: QosClass, *, pins: str | None = None,
+        namespace: str = "default") -> Iterator[str]:
     uid = str(uuid.uuid4())
     annotations = {KEY: pins} if pins is not None else {}
-    with cri.pod(name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
+    with cri.pod(name, uid=uid, cgroup_parent=cgroup_parent(qos, uid), namespace=namespace,
                  annotations=annotations) as pod_id:
         yield pod_id
 

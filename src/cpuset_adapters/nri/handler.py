@@ -89,6 +89,20 @@ class CpusetNriHandler:
         """The engine behind the decisions (read its ledger; do not plan through it)."""
         return self._engine
 
+    @property
+    def decided(self) -> bool:
+        """Whether any container has been decided or adopted since start."""
+        return self.synchronized or bool(self._engine.ledger.entries) or bool(self._history)
+
+    def replace_engine(self, engine: CpusetEngine) -> None:
+        """Decide with ``engine`` from now on: a pre-installed plugin's configuration arrives in
+        Configure, before any decision, and may change settings a running engine keeps (the
+        reservation, the pin annotation). Raises ``RuntimeError`` once anything was decided."""
+        if self.decided:
+            raise RuntimeError("the engine cannot be replaced after the first decision")
+        self._engine = engine
+        self._pusher.replace_engine(engine)
+
     def subscribed_events(self) -> frozenset[Event]:
         return EVENTS
 

@@ -72,6 +72,11 @@ class UpdatePusher:
         self._dirty.discard(container_id)
         self.sent_per_container.pop(container_id, None)
 
+    def replace_engine(self, engine: CpusetEngine) -> None:
+        """Read placements from ``engine`` from now on (see
+        :meth:`CpusetNriHandler.replace_engine`)."""
+        self._engine = engine
+
     def reset(self) -> None:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
         including the outcome of a send still in flight."""

@@ -24,6 +24,7 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "exclusive_on_isolated": False,
         "full_physical_cores": False,
         "numa_spanning": "pack",
+        "keep_free_numa_nodes": False,
         "min_shared_pool": 0,
     },
     "runtime": {

@@ -146,7 +146,12 @@ def test_external_plugin_never_takes_an_inventory() -> None:
     daemon = bootstrap.build_daemon(StaticTopologySource(build_topology(DUAL_SOCKET_HT)),
                                     environ={}, name="nri-cpuset", index="99",
                                     socket_path="/nonexistent")
-    assert daemon.handler.on_configured is None
+
+    async def configure() -> None:
+        daemon.handler.on_configure(RuntimeInfo(registration_timeout_ms=0))
+
+    asyncio.run(configure())
+    assert daemon.inventory is None
 
 
 def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpus() -> None:

@@ -1,0 +1,141 @@
+"""Value checks for a typed :class:`Config`: choices, CPU lists, paths, the listen address, and
+what this machine's topology allows. Each check returns problems; none raises."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+from typing import Final
+
+from cpuset_adapters.config.errors import Problem
+from cpuset_adapters.config.schema import LOG_FORMATS, LOG_LEVELS, SPANNING, Config
+from cpuset_adapters.config.structure import toml_value
+from cpuset_core import CpuListSyntaxError, CPUSet, Topology
+
+MAX_UNIX_SOCKET_PATH: Final = 107
+"""``sun_path`` holds 108 bytes including the terminating NUL."""
+
+_HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """Return ``(host, port)`` from ``host:port`` (``[v6]:port``; an empty host means every
+    interface). Raises ``ValueError`` saying what is wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise ValueError("expected host:port, e.g. 127.0.0.1:9477 (\"\" disables)")
+    if not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"port {port!r} is not a number from 1 to 65535")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError as exc:
+            raise ValueError(f"{host} is not an IPv6 address") from exc
+        return host[1:-1], int(port)
+    if ":" in host:
+        raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:9477")
+    if host and not _HOSTNAME.fullmatch(host):
+        raise ValueError(f"host {host!r} is not an IP address or host name")
+    return host, int(port)
+
+
+def reserved_cpus(config: Config) -> CPUSet:
+    """``cpus.reserved`` as a set (call after :func:`value_problems` found none)."""
+    return CPUSet.parse(config.cpus.reserved, allow_empty=True)
+
+
+def value_problems(config: Config) -> list[Problem]:
+    """Problems that need no knowledge of the machine."""
+    return [*_pinning(config), *_cpus(config), *_paths(config), *_observability(config)]
+
+
+def _bad(key: str, value: object, message: str) -> Problem:
+    return Problem(key, message, toml_value(value))
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> Iterator[Problem]:
+    if value not in allowed:
+        yield _bad(key, value, f"must be one of {', '.join(allowed)}")
+
+
+def _pinning(config: Config) -> Iterator[Problem]:
+    annotation = config.pinning.annotation
+    if not annotation or any(c.isspace() for c in annotation):
+        yield _bad("pinning.annotation", annotation,
+                   "must be a non-empty annotation key without whitespace")
+    for index, pattern in enumerate(config.pinning.namespaces):
+        if not pattern:
+            yield _bad(f"pinning.namespaces[{index}]", pattern, "empty pattern")
+        elif pattern != pattern.strip():
+            yield _bad(f"pinning.namespaces[{index}]", pattern,
+                       "leading or trailing whitespace never matches a namespace")
+
+
+def _cpus(config: Config) -> Iterator[Problem]:
+    try:
+        CPUSet.parse(config.cpus.reserved, allow_empty=True)
+    except CpuListSyntaxError as exc:
+        yield _bad("cpus.reserved", config.cpus.reserved,
+                   f"invalid CPU list: {exc.problem} at position {exc.position}")
+    yield from _choice("cpus.numa_spanning", config.cpus.numa_spanning, SPANNING)
+    if config.cpus.min_shared_pool < 0:
+        yield _bad("cpus.min_shared_pool", config.cpus.min_shared_pool, "must be 0 or more")
+
+
+def _paths(config: Config) -> Iterator[Problem]:
+    runtime = config.runtime
+    sockets = {"runtime.nri_socket": (runtime.nri_socket, False),
+               "runtime.cri_socket": (runtime.cri_socket, False),
+               "runtime.status_socket": (runtime.status_socket, True)}
+    for key, (path, may_be_empty) in sockets.items():
+        if may_be_empty and not path:
+            continue
+        if not path.startswith("/"):
+            yield _bad(key, path, "must be an absolute path" +
+                       (' ("" disables it)' if may_be_empty else ""))
+        elif len(path.encode()) > MAX_UNIX_SOCKET_PATH:
+            yield _bad(key, path, f"longer than the {MAX_UNIX_SOCKET_PATH} bytes a unix socket "
+                                  "path may have")
+    if not runtime.kubelet_cpu_manager_state.startswith("/"):
+        yield _bad("runtime.kubelet_cpu_manager_state", runtime.kubelet_cpu_manager_state,
+                   "must be an absolute path")
+
+
+def _observability(config: Config) -> Iterator[Problem]:
+    listen = config.observability.listen
+    if listen:
+        try:
+            parse_listen(listen)
+        except ValueError as exc:
+            yield _bad("observability.listen", listen, str(exc))
+    yield from _choice("observability.log_level", config.observability.log_level, LOG_LEVELS)
+    yield from _choice("observability.log_format", config.observability.log_format,
+                       LOG_FORMATS)
+
+
+def topology_problems(config: Config, topology: Topology) -> list[Problem]:
+    """Problems with this machine: reserved CPUs that are not online, and a shared
+    pool the settings would leave empty or below ``min_shared_pool``. Call only on a config
+    without :func:`value_problems`."""
+    problems: list[Problem] = []
+    reserved = reserved_cpus(config)
+    # sysfs describes only online CPUs, so "offline" and "absent" cannot be told apart.
+    unavailable = reserved - topology.online
+    key, written = "cpus.reserved", config.cpus.reserved
+    if unavailable:
+        problems.append(_bad(key, written, f"CPU(s) {unavailable} are offline or do not exist "
+                                           f"(online: {topology.online})"))
+    best_pool = topology.online - topology.isolated
+    if config.cpus.strict_reservation:
+        best_pool -= reserved
+        if not best_pool:
+            problems.append(_bad(key, written, "with cpus.strict_reservation = true no CPU is "
+                                               "left for shared containers (online "
+                                               f"{topology.online}, isolated "
+                                               f"{topology.isolated or 'none'})"))
+    if best_pool and config.cpus.min_shared_pool > len(best_pool):
+        problems.append(_bad("cpus.min_shared_pool", config.cpus.min_shared_pool,
+                             f"larger than the biggest possible shared pool, {len(best_pool)} "
+                             f"CPU(s) ({best_pool})"))
+    return problems

@@ -1,0 +1,88 @@
+"""Reading configuration documents and turning them into a checked :class:`Config` and the
+core's :class:`Settings`.
+
+A configuration is built from layers, lowest first (the built-in defaults under all of them):
+the file, the runtime's plugin config (NRI Configure), the command line's explicit flags. Each
+layer is a TOML document; a later layer's keys replace an earlier one's, table by table.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cpuset_adapters.config.checks import reserved_cpus, topology_problems, value_problems
+from cpuset_adapters.config.errors import ConfigError, Problem
+from cpuset_adapters.config.schema import Config
+from cpuset_adapters.config.structure import Document, parse_toml, structure
+from cpuset_core import Settings, Spanning, Topology
+
+
+def read_document(path: str | os.PathLike[str], *, required: bool) -> Document | None:
+    """Return the TOML document in the file at ``path``, or ``None`` when it does not exist and
+    is not ``required``. Raises :class:`ConfigError` when it cannot be read or parsed."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        if not required:
+            return None
+        raise ConfigError(source, [Problem("", "the file does not exist")]) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, [Problem("", f"cannot read it: {exc}")]) from exc
+    return parse_toml(text, source)
+
+
+def merge(layers: Iterable[Mapping[str, Any]]) -> Document:
+    """Return the layers combined, later keys winning; tables merge key by key."""
+    result: Document = {}
+    for layer in layers:
+        for key, value in layer.items():
+            below = result.get(key)
+            if isinstance(value, dict) and isinstance(below, dict):
+                result[key] = merge([below, value])
+            else:
+                result[key] = value
+    return result
+
+
+def build(document: Mapping[str, Any], topology: Topology, source: str) -> Config:
+    """Return the checked configuration ``document`` describes; raise :class:`ConfigError`
+    listing every problem: unknown keys and wrong types, then bad values in the tables that
+    were well-typed, and (only for an otherwise valid config) what the machine cannot do."""
+    config, problems, failed = structure(document)
+    problems += [p for p in value_problems(config) if p.key.split(".")[0] not in failed]
+    if problems:
+        raise ConfigError(source, problems)
+    problems = topology_problems(config, topology)
+    if problems:
+        raise ConfigError(source, problems)
+    return config
+
+
+def load_text(text: str, topology: Topology, source: str = "from the runtime") -> Config:
+    """Return the checked configuration in TOML ``text`` (NRI Configure's plugin config)."""
+    return build(parse_toml(text, source), topology, source)
+
+
+def load_file(path: str | os.PathLike[str], topology: Topology, *,
+              required: bool = True) -> Config:
+    """Return the checked configuration in the file at ``path`` (the built-in defaults when it
+    does not exist and is not ``required``)."""
+    document = read_document(path, required=required)
+    return build(document or {}, topology, str(path))
+
+
+def to_settings(config: Config) -> Settings:
+    """The core's settings for ``config`` (a checked one)."""
+    return Settings(pin_annotation=config.pinning.annotation,
+                    pin_namespaces=config.pinning.namespaces,
+                    system_reserved=reserved_cpus(config),
+                    strict_reservation=config.cpus.strict_reservation,
+                    exclusive_on_isolated=config.cpus.exclusive_on_isolated,
+                    full_physical_cores=config.cpus.full_physical_cores,
+                    spanning=Spanning(config.cpus.numa_spanning),
+                    keep_free_numa_nodes=config.cpus.keep_free_numa_nodes,
+                    min_shared_pool=config.cpus.min_shared_pool)

@@ -1,0 +1,100 @@
+"""The configuration file's shape: one frozen attrs class per TOML table, defaults built in.
+
+Every key is optional. The schema is shared with other components (deployment, observability):
+keys are never renamed, only added.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+from cpuset_core import DEFAULT_PIN_ANNOTATION
+
+DEFAULT_PATH: Final = "/etc/nri-cpuset/config.toml"
+
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+LOG_FORMATS: Final = ("json", "console")
+SPANNING: Final = ("pack", "spread")
+
+
+@attrs.frozen(kw_only=True)
+class Pinning:
+    """``[pinning]``: the pin annotation and who may use it."""
+
+    annotation: str = DEFAULT_PIN_ANNOTATION
+    namespaces: tuple[str, ...] = ("*",)
+    """Exact namespace names or ``fnmatch`` globs (case-sensitive)."""
+
+
+@attrs.frozen(kw_only=True)
+class Cpus:
+    """``[cpus]``: reserved CPUs and the allocator's options."""
+
+    reserved: str = ""
+    """A Linux CPU list; ``""`` reserves nothing."""
+    strict_reservation: bool = False
+    exclusive_on_isolated: bool = False
+    full_physical_cores: bool = False
+    numa_spanning: str = "pack"
+    keep_free_numa_nodes: bool = False
+    min_shared_pool: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Runtime:
+    """``[runtime]``: where the runtime's sockets are, and the kubelet CPU manager guard."""
+
+    nri_socket: str = "/var/run/nri/nri.sock"
+    cri_socket: str = "/run/containerd/containerd.sock"
+    status_socket: str = "/run/nri-cpuset/status.sock"
+    """``""`` disables the status socket."""
+    allow_static_cpu_manager: bool = False
+    kubelet_cpu_manager_state: str = "/var/lib/kubelet/cpu_manager_state"
+
+
+@attrs.frozen(kw_only=True)
+class Observability:
+    """``[observability]``: the HTTP listener (metrics, health) and logging."""
+
+    listen: str = "127.0.0.1:9477"
+    """``host:port`` for ``/metrics``, ``/healthz`` and ``/readyz``; ``""`` disables."""
+    log_level: str = "info"
+    log_format: str = "json"
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """The whole configuration: what ``nri-cpuset run`` runs with."""
+
+    pinning: Pinning = attrs.field(factory=Pinning)
+    cpus: Cpus = attrs.field(factory=Cpus)
+    runtime: Runtime = attrs.field(factory=Runtime)
+    observability: Observability = attrs.field(factory=Observability)
+
+
+# The field types are strings under `from __future__ import annotations`; cattrs needs classes.
+attrs.resolve_types(Config)
+
+SECTIONS: Final = tuple(f.name for f in attrs.fields(Config))
+"""The tables, in file order."""
+
+
+def keys() -> tuple[str, ...]:
+    """Every dotted key (``"cpus.reserved"``), in file order."""
+    return tuple(f"{section.name}.{field.name}"
+                 for section in attrs.fields(Config)
+                 for field in attrs.fields(section_type(section.name)))
+
+
+def section_type(name: str) -> type:
+    section: type = getattr(attrs.fields(Config), name).type
+    return section
+
+
+def value_at(config: Config, key: str) -> object:
+    """The value of dotted ``key`` in ``config``."""
+    section, _, name = key.partition(".")
+    value: object = getattr(getattr(config, section), name)
+    return value

@@ -1,0 +1,84 @@
+"""``nri-cpuset run`` from flags to a running daemon: the configuration (file, then explicit
+flags), the startup checks, logging, and the daemon. Nothing starts unless all of it is valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+
+from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document, Observability
+from cpuset_adapters.fake_topology import StaticTopologySource
+from cpuset_cli import bootstrap
+from cpuset_cli.live_config import LiveConfig
+from cpuset_cli.startup_checks import run_checks
+from cpuset_core import TopologyError
+
+EXIT_BAD_INPUT = 2
+_log = logging.getLogger("nri_cpuset.daemon")
+
+
+@attrs.frozen(kw_only=True)
+class RunRequest:
+    """What the command line asked for."""
+
+    config_path: str | None
+    """``--config``: must exist when given; else the default path, if it exists."""
+    overrides: Document
+    """The flags given explicitly, as configuration keys (they win over the file)."""
+    plugin_name: str
+    plugin_index: str
+    sysfs_root: str
+    containerd_config: str
+    environ: Mapping[str, str]
+
+
+def configure_logging(observability: Observability) -> None:
+    """Log to stderr at ``observability.log_level`` (a pre-installed plugin's launcher sends
+    stderr to a file). ``log_format`` is not applied yet: the observability work owns it."""
+    logging.basicConfig(level=observability.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def load(request: RunRequest) -> LiveConfig:
+    """Return the startup configuration; raise ``ConfigError`` or ``TopologyError``."""
+    topology = bootstrap.sysfs_topology(request.sysfs_root).read_topology()
+    return LiveConfig.load(request.config_path or DEFAULT_PATH,
+                           required=request.config_path is not None, topology=topology,
+                           overrides=request.overrides)
+
+
+def run(request: RunRequest, fail: Callable[[str], None]) -> int:
+    """Start the daemon and serve until a signal stops it; return the exit code. Every reason
+    not to start goes to ``fail`` (stderr) and returns ``EXIT_BAD_INPUT``."""
+    try:
+        live = load(request)
+    except (ConfigError, TopologyError) as exc:
+        fail(f"error: {exc}")
+        return EXIT_BAD_INPUT
+    configure_logging(live.current.observability)
+    _log.info("%s", live.describe_source())
+    findings = run_checks(live.current,
+                          launched_by_runtime="NRI_PLUGIN_SOCKET" in request.environ,
+                          containerd_config=Path(request.containerd_config))
+    fatal = [f.message for f in findings if f.fatal]
+    for finding in findings:
+        if not finding.fatal:
+            _log.warning("%s", finding.message)
+    if fatal:
+        for message in fatal:
+            fail(f"error: {message}")
+        return EXIT_BAD_INPUT
+    try:
+        daemon = bootstrap.build_daemon(StaticTopologySource(live.topology),
+                                        environ=request.environ, name=request.plugin_name,
+                                        index=request.plugin_index, config=live)
+    except ValueError as exc:
+        fail(f"error: {exc}")
+        return EXIT_BAD_INPUT
+    asyncio.run(daemon.run_until_signalled())
+    return 0

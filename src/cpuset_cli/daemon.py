@@ -17,6 +17,7 @@ from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
+from cpuset_core.drift import assess
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
@@ -74,12 +75,16 @@ class Daemon:
                 continue
             pods, containers = _with_undecided(engine, pods, containers)
             plan = self.handler.adopt(pods, containers, source="CRI inventory")
+            drift = assess(plan, pods, containers)
             try:
                 await apply_staged(self.session.update_containers, plan.updates,
                                    "CRI inventory")
             except UpdateTransactionError as exc:
                 _log.error("%s; retrying from the background", exc)
                 self.pusher.mark_dirty(u.container_id for u in plan.updates)
+                drift = drift.with_failed({u.container_id for u in plan.updates},
+                                          f"the correction failed: {exc}")
+            self.handler.record_drift(drift, source="CRI inventory")
             return
         _log.error("no CRI inventory after %d attempts: containers that were running before "
                    "this plugin started are unknown to it", INVENTORY_ATTEMPTS)
@@ -128,7 +133,9 @@ class Daemon:
                 "updates_sent_in_background": self.pusher.updates_sent,
                 "updates_on_responses": sum(self.handler.updates_on_responses.values()),
                 "max_updates_per_container": max(per_container.values(), default=0),
-                "update_failures": self.pusher.failures}
+                "update_failures": self.pusher.failures,
+                "drift_repaired": self.handler.drift_repaired,
+                "drift_unrepaired": self.handler.drift_unrepaired}
 
     async def run_until_signalled(self) -> None:
         """Run, and stop cleanly on SIGTERM or SIGINT."""

@@ -27,6 +27,7 @@ from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.reuse import LeftBehind
 from cpuset_core.settings import Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
@@ -45,6 +46,7 @@ class CpusetEngine:
         self._settings = settings if settings is not None else Settings()
         self._allocator = ExclusiveAllocator(topology)
         self._ledger = Ledger()
+        self._left_behind = LeftBehind()
 
     @property
     def topology(self) -> Topology:
@@ -89,6 +91,7 @@ class CpusetEngine:
         the plan was made (its decisions may no longer hold)."""
         if plan.base is not self._ledger:
             raise StalePlanError("the ledger changed after this plan was made; plan again")
+        self._left_behind = self._left_behind.after(plan.base, plan.result)
         self._ledger = plan.result
 
     # -- use cases -----------------------------------------------------------------------------
@@ -116,7 +119,9 @@ class CpusetEngine:
         if decision.kind is Kind.ANNOTATED:
             return self._plan_annotated(working, pod, container, subject, decision)
         if decision.kind is Kind.INTEGER:
-            return self._plan_integer(working, pod, container, subject, decision)
+            reused = self._plan_reusing(working, pod, container, subject, decision)
+            return reused if reused is not None else self._plan_integer(
+                working, pod, container, subject, decision)
         pool = shared_pool(self._topology, working.reserved, self._settings)
         if not pool:
             raise SharedPoolExhaustedError(subject, "every online CPU is pinned, exclusive or "
@@ -156,7 +161,51 @@ class CpusetEngine:
         return self._finish(base.without(container_id), None, None,
                             f"released {entry.kind.value} container {entry.subject}")
 
+    def plan_release_pod(self, sandbox_id: str) -> Plan:
+        """Release every container of a pod that is still in the ledger (the pod is stopping
+        or gone: a container created but never started, whose stop or remove the runtime did
+        not report, must not keep its CPUs). A pod with none gives an empty plan."""
+        base = self._ledger
+        gone = [cid for cid in sorted(base.entries) if base.entries[cid].sandbox_id == sandbox_id]
+        if not gone:
+            return Plan(base=base, result=base, shared_pool=self.shared_pool())
+        result = base
+        for cid in gone:
+            result = result.without(cid)
+        subjects = ", ".join(base.entries[cid].subject for cid in gone)
+        return self._finish(result, None, None, f"released {subjects} with their pod")
+
+    def left_behind(self, sandbox_id: str) -> CPUSet:
+        """CPUs the pod's completed integer containers held that nobody has taken since (its
+        next integer container prefers them; see ``reuse``)."""
+        return self._left_behind.of(sandbox_id)
+
+    def forget_pod(self, sandbox_id: str) -> None:
+        """The pod is gone: drop what its completed containers left behind."""
+        self._left_behind = self._left_behind.without_pod(sandbox_id)
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _plan_reusing(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
+                      subject: str, decision: Classification) -> Plan | None:
+        """Place an integer container on CPUs its own pod's completed containers left, when
+        they are still free and hold the whole request (best shape among them); ``None`` to
+        allocate as usual. Called before :meth:`_plan_integer`, which it does not change."""
+        warm = self._left_behind.of(pod.sandbox_id)
+        if not warm:
+            return None
+        warm &= exclusive_free(self._topology, working.reserved, self._settings)
+        if len(warm) < decision.request:
+            return None
+        choice = self._allocator.choose(warm, decision.request, exclusive=working.exclusive)
+        reason = (f"{decision.reason}; reuses CPUs its pod's completed container(s) held: "
+                  f"{choice.describe()}")
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
+                      reason=reason)
+        return self._finish(working.with_entry(entry), container.id,
+                            Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
+
 
     def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
                         subject: str, decision: Classification) -> Plan:

@@ -20,6 +20,7 @@ from cpuset_core.errors import (
     SharedPoolExhaustedError,
     StalePlanError,
 )
+from cpuset_core.hotplug import replan
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.plan import Plan, PoolChange
@@ -92,6 +93,8 @@ class CpusetEngine:
         if plan.base is not self._ledger:
             raise StalePlanError("the ledger changed after this plan was made; plan again")
         self._left_behind = self._left_behind.after(plan.base, plan.result)
+        if plan.topology is not None:  # CPUs went on- or offline: decide on the new machine
+            self._topology, self._allocator = plan.topology, ExclusiveAllocator(plan.topology)
         self._ledger = plan.result
 
     # -- use cases -----------------------------------------------------------------------------
@@ -174,6 +177,18 @@ class CpusetEngine:
             result = result.without(cid)
         subjects = ", ".join(base.entries[cid].subject for cid in gone)
         return self._finish(result, None, None, f"released {subjects} with their pod")
+
+    def plan_topology_change(self, topology: Topology) -> Plan:
+        """Re-place every container after CPUs went offline or came back online (``topology``
+        is the machine as it is now).
+
+        Pins keep their online part and a pin that lost a CPU is reported; integer containers
+        that held an offline CPU get new exclusive CPUs; the shared pool follows. Never raises
+        for a container: what cannot be placed as it asks is in the plan's ``problems``.
+        Committing the plan makes ``topology`` the engine's.
+        """
+        return replan(topology, self._settings, base=self._ledger,
+                      pool_before=self.shared_pool())
 
     def left_behind(self, sandbox_id: str) -> CPUSet:
         """CPUs the pod's completed integer containers held that nobody has taken since (its

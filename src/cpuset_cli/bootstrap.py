@@ -39,15 +39,19 @@ def build_dry_run(topology_source: TopologySource,
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
                  index: str, socket_path: str, cri_socket: str | None = None,
-                 status_socket: str | None = None, settings: Settings | None = None) -> Daemon:
+                 status_socket: str | None = None, settings: Settings | None = None,
+                 hotplug_interval: float = 2.0) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task.
 
     A pre-installed plugin (``NRI_PLUGIN_SOCKET`` in ``environ``) takes its name, index and
     socket from the runtime. Raises ``ValueError`` for a bad name or index and
     ``TopologyError`` when the topology cannot be read. ``cri_socket`` is where a
     pre-installed plugin reads running containers when the runtime does not synchronize it.
+    A sysfs topology source is watched for CPUs going on- or offline every
+    ``hotplug_interval`` seconds (0 disables it); any other source is fixed.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
+    from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.nri.pusher import UpdatePusher  # noqa: PLC0415
@@ -59,8 +63,14 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     pusher = UpdatePusher(engine)
     handler = CpusetNriHandler(engine, pusher)
     session = NriSession(handler, name=launch.name, index=launch.index)
+    watcher = None
+    if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
+        watcher = OnlineCpuWatcher(
+            topology_source.root / "devices" / "system" / "cpu" / "online", topology_source,
+            interval=hotplug_interval)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
-                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket)
+                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
+                  watcher=watcher)
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

@@ -8,6 +8,7 @@ import logging
 import signal
 from dataclasses import dataclass, field
 
+from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
@@ -16,7 +17,14 @@ from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
-from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
+from cpuset_core import (
+    ContainerFacts,
+    CpusetEngine,
+    Kind,
+    PodFacts,
+    Topology,
+    UpdateTransactionError,
+)
 from cpuset_core.drift import assess
 
 _log = logging.getLogger("nri_cpuset.daemon")
@@ -35,6 +43,8 @@ class Daemon:
     endpoint: Endpoint
     cri_socket: str = DEFAULT_CRI_SOCKET
     status_socket: str | None = None
+    watcher: OnlineCpuWatcher | None = None
+    """Polls the online CPU list (``None``: the topology is fixed, e.g. from a file)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -89,17 +99,40 @@ class Daemon:
         _log.error("no CRI inventory after %d attempts: containers that were running before "
                    "this plugin started are unknown to it", INVENTORY_ATTEMPTS)
 
+    async def topology_changed(self, topology: Topology) -> None:
+        """CPUs went offline or came back: re-place every container and apply the moves as
+        one staged transaction (shrink, move, grow). The change is committed first, like a
+        release: the CPUs are gone (or back) whatever the runtime does with the updates."""
+        plan = self.handler.adopt_topology(topology)
+        if not plan.updates or not self.session.connected:
+            # Not connected: the next Synchronize corrects every container anyway.
+            return
+        try:
+            await apply_staged(self.session.update_containers, plan.updates, "topology change")
+        except UpdateTransactionError as exc:
+            _log.error("%s; retrying from the background", exc)
+            self.pusher.force(u.container_id for u in plan.updates)
+            return
+        for update in plan.updates:
+            self.pusher.record_applied(update.container_id, update.cpus, update.mems)
+        if self.handler.engine.ledger is not plan.result:
+            # Decided while the updates were in flight: the pusher sends whatever differs.
+            self.pusher.mark_dirty(u.container_id for u in plan.updates)
+
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         status = await self._serve_status()
         pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
                                       name="update-pusher")
+        watching = None if self.watcher is None else asyncio.create_task(
+            self.watcher.run(lambda: self.handler.engine.topology.online,
+                             self.topology_changed), name="hotplug-watcher")
         try:
             await self.session.run_forever(self.endpoint)
         finally:
             if status is not None:
                 status.close()
-            for task in (pushing, self.inventory):
+            for task in (pushing, self.inventory, watching):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -42,6 +42,7 @@ from cpuset_core import (
     CpusetEngine,
     Plan,
     PodFacts,
+    Topology,
     violations,
 )
 from cpuset_core.drift import DriftReport, assess
@@ -156,6 +157,24 @@ class CpusetNriHandler:
                       ", ".join(f"{d.subject} ({short_id(d.container_id)}) "
                                 f"{d.reported or 'unset'} -> {d.expected}"
                                 for d in report.repaired))
+
+    def adopt_topology(self, topology: Topology) -> Plan:
+        """CPUs went offline or came back (the hotplug watcher read ``topology``): re-place
+        every container, commit, and return the plan, whose updates the caller applies."""
+        before = self._engine.topology.online
+        plan = self._engine.plan_topology_change(topology)
+        self._engine.commit(plan)
+        for change in plan.moves:
+            self._remember(change.container_id, f"moved at topology change: "
+                                                f"{change.previous_cpus} -> {change.cpus}")
+        for problem in plan.problems:
+            _log.warning("topology change: %s (%s)", problem, problem.reason)
+        for broken in violations(self._engine.topology, self._engine.ledger,
+                                 self._engine.settings):
+            _log.error("topology change: invariant %s", broken)
+        _log.warning("online CPUs %s -> %s: %d live update(s), shared pool %s", before,
+                     topology.online, len(plan.updates), plan.shared_pool)
+        return plan
 
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
                             ) -> tuple[pb.ContainerAdjustment | None, Sequence[pb.ContainerUpdate]]:

@@ -18,12 +18,14 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cpuset_adapters.cri.client import CriClient, QosClass, cgroup_parent, guaranteed
 from cpuset_adapters.lab.containerd import LabContainerd
+from cpuset_adapters.machines import THIS_MACHINE_LIKE, write_sysfs_tree
 from cpuset_core.cpuset import CPUSet
 from tests.e2e.test_plugin import (
     ONLINE,
@@ -138,3 +140,64 @@ def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
             log = plugin.text()
             assert f"drift unrepaired default/bad/app id={stray[:12]} reported=unset" in log
             assert "reason=cpu-unavailable" in log
+
+
+class FakeSysfsPlugin(Plugin):
+    """The plugin reading its topology from a fake sysfs tree (``--sysfs-root``)."""
+
+    def __init__(self, socket: Path, log: Path, sysfs_root: Path) -> None:
+        super().__init__(socket, log)
+        self.sysfs_root = sysfs_root
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": SRC}
+        env.pop("NRI_PLUGIN_SOCKET", None)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
+                 "--log-level", "debug", "--status-socket", str(self.status),
+                 "--sysfs-root", str(self.sysfs_root)],
+                stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+@needs_two_cpus
+def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
+        lab: LabContainerd, cri: CriClient, tmp_path: Path) -> None:
+    """CPU hotplug, as far as this machine allows.
+
+    Taking a real CPU offline is not possible here: the machine is a Firecracker VM that may
+    hang on CPU hot-unplug, and it has only two CPUs. So the real plugin runs against the real
+    containerd, but reads its topology from a fake sysfs tree whose ``online`` file the test
+    rewrites; what the plugin then does to the running containers' real cpusets is checked.
+    The kernel itself still runs both CPUs, which is what keeps the containers able to run.
+    """
+    if CPUSet.parse("0-1") != ONLINE:
+        pytest.skip("the fake tree mirrors a machine with CPUs 0-1")
+    root = tmp_path / "sys"
+    write_sysfs_tree(THIS_MACHINE_LIKE, root)
+    online = root / "devices" / "system" / "cpu" / "online"
+    running = FakeSysfsPlugin(lab.nri_socket, tmp_path / "plugin.log", root)
+    running.start()
+    try:
+        running.wait_synchronized()
+        with pod(cri, "web", QosClass.BURSTABLE) as web, \
+                pod(cri, "io", QosClass.BURSTABLE, pins="1") as io:
+            pinned = shared(cri, lab, io, "io")
+            app = shared(cri, lab, web)
+            assert cpus(cri, pinned) == CPUSet([1])
+            assert cpus(cri, app) == CPUSet([0])
+            online.write_text("0\n")  # CPU 1 "goes offline"
+            wait_until(lambda: cpus(cri, pinned) == CPUSet([0]),
+                       f"the pin to lose CPU 1\n{running.text()[-3000:]}")
+            assert "topology change: " in running.text()
+            assert "(cpu-unavailable)" in running.text()  # the pin on CPU 1 is reported
+            assert cpus(cri, app) == CPUSet([0])  # still running, on what is online
+            assert cri.container_status(app).state == "CONTAINER_RUNNING"
+            assert inspect(running)["online"] == "0"
+            online.write_text("0-1\n")  # back online: the shared pool grows
+            wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool to grow back")
+            state = inspect(running)
+            assert (state["online"], state["shared_pool"]) == ("0-1", "0-1")
+    finally:
+        lab.cleanup()
+        assert running.stop() == 0, running.text()[-3000:]

@@ -50,15 +50,18 @@ class LeftBehind:
         ledger add their CPUs to their pod; CPUs someone holds in ``result`` are dropped."""
         if base is result:
             return self
-        left: dict[str, CPUSet] = {}
-        # Sorted: set order varies between processes, and eviction order must not.
-        for cid in sorted(base.entries.keys() - result.entries.keys()):
-            entry = base.entries[cid]
-            if entry.kind is Kind.INTEGER:
-                left[entry.sandbox_id] = left.get(entry.sandbox_id, EMPTY) | entry.cpus
+        # Cheap tests first: most commits admit a container and free no exclusive CPU.
+        freed = base.exclusive - result.reserved
         taken = result.reserved - base.reserved
-        if not left and (not taken or not self.by_pod):
+        if not freed and (not taken or not self.by_pod):
             return self
+        left: dict[str, CPUSet] = {}
+        if freed:
+            # Sorted: set order varies between processes, and eviction order must not.
+            for cid in sorted(base.entries.keys() - result.entries.keys()):
+                entry = base.entries[cid]
+                if entry.kind is Kind.INTEGER:
+                    left[entry.sandbox_id] = left.get(entry.sandbox_id, EMPTY) | entry.cpus
         merged: dict[str, CPUSet] = {}
         for pod, cpus in self.by_pod.items():
             if pod not in left and (kept := cpus - taken):

@@ -213,6 +213,10 @@ class CpusetEngine:
         if len(warm) < decision.request:
             return None
         choice = self._allocator.choose(warm, decision.request, exclusive=working.exclusive)
+        online = self._topology.online
+        if self._settings.full_physical_cores and CPUSet.union_of(
+                core & online for core in self._topology.cores_within(choice.cpus)) != choice.cpus:
+            return None  # not whole cores: the allocator's own rules decide (and may refuse)
         reason = (f"{decision.reason}; reuses CPUs its pod's completed container(s) held: "
                   f"{choice.describe()}")
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,

@@ -7,7 +7,15 @@ a completed container was stopped (and released) before the pod's next container
 from __future__ import annotations
 
 from cpuset_adapters.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
-from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, Kind, PodFacts, violations
+from cpuset_core import (
+    ContainerFacts,
+    CPUSet,
+    CpusetEngine,
+    Kind,
+    PodFacts,
+    Settings,
+    violations,
+)
 from cpuset_core.reuse import MAX_PODS, LeftBehind
 
 PERIOD = 100_000
@@ -176,3 +184,16 @@ def test_a_stopped_container_that_is_re_created_under_the_same_pod_gets_its_cpus
     release(engine, "b")
     assert create(engine, web, integer("app-1", web, 1)) == first
     assert engine.ledger.entries["app-1"].kind is Kind.INTEGER
+
+
+def test_with_full_physical_cores_a_half_core_reuse_is_left_to_the_allocator() -> None:
+    engine = CpusetEngine(TOPOLOGY, Settings(full_physical_cores=True))
+    web = guaranteed("web")
+    plan = engine.plan_create(web, integer("init", web, 2))
+    engine.commit(plan)
+    assert plan.placement is not None
+    release(engine, "init")
+    odd = engine.plan_create(web, integer("app", web, 1))  # one thread of the warm core
+    assert "reuses CPUs" not in odd.reason
+    whole = engine.plan_create(web, integer("app", web, 2))
+    assert "reuses CPUs" in whole.reason

@@ -214,7 +214,8 @@ def _with_undecided(engine: CpusetEngine, pods: list[PodFacts],
         namespace, _, rest = entry.subject.partition("/")
         pod_name, _, name = rest.rpartition("/")
         if entry.sandbox_id not in known_pods and entry.sandbox_id not in extra_pods:
-            annotations = ({engine.settings.pin_annotation: entry.cpus.format()}
+            asked = entry.pins_asked if entry.pins_asked is not None else entry.cpus
+            annotations = ({engine.settings.pin_annotation: asked.format()}
                            if entry.kind is Kind.ANNOTATED else {})
             parent = (f"/kubepods/pod{entry.sandbox_id}" if entry.kind is Kind.INTEGER
                       else f"/kubepods/burstable/pod{entry.sandbox_id}")

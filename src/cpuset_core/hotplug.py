@@ -11,18 +11,19 @@ of the runtime's report:
 * the shared pool follows: it shrinks by the CPUs that went away and grows by those that came
   back.
 
-A pin that lost a CPU does not take it back when the CPU returns: the ledger keeps the CPUs a
-pin holds, not the annotation's text. The next synchronize (which reads the annotation again)
-restores it.
+A pin that lost a CPU keeps what its annotation asked (``Entry.pins_asked``) and takes the CPU
+back when it returns; one left with no online CPU runs shared until then.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from cpuset_core.classify import Classification
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import AdmissionError
 from cpuset_core.ledger import Entry, Ledger
-from cpuset_core.model import ContainerFacts, Kind
+from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind
 from cpuset_core.plan import Plan
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.settings import Settings
@@ -40,25 +41,35 @@ def replan(topology: Topology, settings: Settings, *, base: Ledger,
     engine's topology. Never raises for the containers' sake: like a synchronize, it reports.
     """
     allocator = ExclusiveAllocator(topology)
-    live = [_live(base.entries[cid], pool_before, topology.online)
-            for cid in sorted(base.entries)]
+    live = [_live(base.entries[cid], pool_before) for cid in sorted(base.entries)]
     problems: list[AdmissionError] = []
-    return rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
+    plan = rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
                         source=SOURCE, new_topology=topology)
+    return replace(plan, moves=tuple(_online_rollback(u, topology) for u in plan.moves))
 
 
-def _live(entry: Entry, pool_before: CPUSet, online: CPUSet) -> Live:
-    """The entry as a live container: it "reports" where it runs now, minus CPUs that are no
-    longer online (the kernel has taken them away already), so a rollback never names one."""
+def _live(entry: Entry, pool_before: CPUSet) -> Live:
+    """The entry as a live container "reporting" where it runs now. Every container whose
+    set names a CPU that went away gets an update, even where the kernel already dropped it
+    (cgroup v1 does), so the runtime's record of the container stops naming it."""
     running = pool_before if entry.kind is Kind.SHARED else entry.cpus
-    now = running & online
     facts = ContainerFacts(id=entry.container_id, sandbox_id=entry.sandbox_id,
-                           name=entry.subject.rpartition("/")[2], cpus=now.format(),
+                           name=entry.subject.rpartition("/")[2], cpus=running.format(),
                            mems="" if entry.mems is None else entry.mems.format())
-    if entry.kind is Kind.ANNOTATED:
-        decision = Classification(kind=Kind.ANNOTATED, pins=entry.cpus, reason=entry.reason)
+    if entry.kind is Kind.ANNOTATED or entry.pins_asked is not None:
+        pins = entry.pins_asked if entry.pins_asked is not None else entry.cpus
+        decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason)
     elif entry.kind is Kind.INTEGER:
         decision = Classification(kind=Kind.INTEGER, request=entry.request, reason=entry.reason)
     else:
         decision = Classification(kind=Kind.SHARED, reason=entry.reason)
     return Live(facts, None, entry.subject, decision)
+
+
+def _online_rollback(update: ContainerUpdate, topology: Topology) -> ContainerUpdate:
+    """The update with a rollback target the kernel accepts: without the CPUs that went away
+    (every online CPU when none of its old ones is left)."""
+    previous = update.previous_cpus & topology.online
+    if previous == update.previous_cpus:
+        return update
+    return replace(update, previous_cpus=previous or topology.online)

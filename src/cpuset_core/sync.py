@@ -75,7 +75,8 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
                      problems=problems)
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
     entries.extend(Entry(container_id=s.facts.id, subject=s.subject, sandbox_id=s.facts.sandbox_id,
-                         kind=Kind.SHARED, reason=s.decision.reason) for s in shared)
+                         kind=Kind.SHARED, reason=s.decision.reason, pins_asked=s.decision.pins)
+                   for s in shared)
     result = Ledger.from_entries(entries)
     pool = shared_pool(topology, result.reserved, settings)
     if shared and not pool:
@@ -122,7 +123,9 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
                                                 pins.format(), (pins - usable).format(),
                                                 topology.online.format()))
         if not usable:
-            item.decision = Classification(kind=Kind.SHARED, reason="no pinned CPU is online")
+            # Runs shared until a pinned CPU is back (``pins`` kept for ``pins_asked``).
+            item.decision = Classification(kind=Kind.SHARED, pins=pins,
+                                           reason="no pinned CPU is online")
             continue
         try:
             mems: CPUSet | None = memory_nodes_for(topology, usable)
@@ -132,7 +135,8 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
         pinned |= usable
         entries.append(Entry(container_id=item.facts.id, subject=item.subject,
                              sandbox_id=item.facts.sandbox_id, kind=Kind.ANNOTATED, cpus=usable,
-                             mems=mems, reason=item.decision.reason))
+                             mems=mems, reason=item.decision.reason,
+                             pins_asked=pins if usable != pins else None))
     return pinned
 
 

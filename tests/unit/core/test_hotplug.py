@@ -80,6 +80,9 @@ def test_a_pin_naming_a_cpu_that_went_offline_is_reported_and_keeps_its_online_p
     engine.commit(plan)
     assert engine.ledger.entries["io"].cpus == CPUSet.parse("3")
     assert engine.ledger.pinned == CPUSet.parse("3")
+    engine.commit(engine.plan_topology_change(TOPOLOGY))  # CPU 4 returns to the pin
+    assert engine.ledger.entries["io"].cpus == CPUSet.parse("3-4")
+    assert engine.ledger.entries["io"].pins_asked is None
 
 
 def test_a_pin_left_with_no_online_cpu_runs_shared_and_is_reported() -> None:
@@ -90,6 +93,11 @@ def test_a_pin_left_with_no_online_cpu_runs_shared_and_is_reported() -> None:
     engine.commit(plan)
     assert engine.ledger.entries["io"].kind is Kind.SHARED
     assert engine.placement("io") is not None
+    back = engine.plan_topology_change(TOPOLOGY)  # CPU 4 returns: so does the pin
+    engine.commit(back)
+    assert engine.ledger.entries["io"].kind is Kind.ANNOTATED
+    assert engine.ledger.entries["io"].cpus == CPUSet.parse("4")
+    assert [(u.container_id, u.cpus.format()) for u in back.updates] == [("io", "4")]
 
 
 def test_a_cpu_coming_back_online_grows_the_shared_pool() -> None:
@@ -164,7 +172,17 @@ def test_any_online_change_leaves_the_invariants_and_places_nothing_offline(
             if was.cpus <= online:
                 assert entry.cpus == was.cpus  # untouched when all its CPUs stayed
         if was.kind is Kind.ANNOTATED and entry.kind is Kind.ANNOTATED:
-            assert entry.cpus == was.cpus & online
+            assert entry.cpus == (was.pins_asked or was.cpus) & online
     for update in plan.updates:
         assert update.cpus <= online
         assert update.previous_cpus <= online
+
+
+def test_a_shared_container_is_updated_off_a_cpu_that_went_offline() -> None:
+    """Even where the kernel dropped the CPU from its cpuset already: the runtime's record of
+    the container must stop naming it (and a rollback must not write it back)."""
+    engine = CpusetEngine(TOPOLOGY)
+    create(engine, pod("web", qos="burstable"), "app")
+    plan = engine.plan_topology_change(with_online(TOPOLOGY, "0-14"))
+    assert [(u.container_id, u.cpus.format(), u.previous_cpus.format())
+            for u in plan.updates] == [("app", "0-14", "0-14")]

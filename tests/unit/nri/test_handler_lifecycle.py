@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -72,3 +73,31 @@ def test_the_daemon_reports_drift_counts_in_its_stats_and_inspect_document() -> 
     daemon.handler.on_synchronize([web], [container("app", web, cpuset="3")])
     stats = state_view.decode(daemon.snapshot()).stats
     assert (stats["drift_repaired"], stats["drift_unrepaired"]) == (1, 0)
+
+
+def test_a_cri_inventory_whose_corrections_fail_counts_them_as_unrepaired(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cpuset_cli import daemon as daemon_module
+    from cpuset_core import ContainerFacts, PodFacts
+
+    daemon = bootstrap.build_daemon(StaticTopologySource(build_topology(DUAL_SOCKET_HT)),
+                                    environ={"NRI_PLUGIN_SOCKET": "3"}, name="nri-cpuset",
+                                    index="99", socket_path="/nonexistent")
+    io = PodFacts(sandbox_id="sb-io", namespace="ns", name="io",
+                  annotations={"weka.io/cores-ids": "3"})
+    web = PodFacts(sandbox_id="sb-web", namespace="ns", name="web",
+                   cgroup_parent="/kubepods/burstable/podweb")
+    containers = [ContainerFacts(id="c-io", sandbox_id="sb-io", name="io", cpus="3", mems="0"),
+                  ContainerFacts(id="c-web", sandbox_id="sb-web", name="app", cpus="0-15")]
+    monkeypatch.setattr(daemon_module, "_read_inventory", lambda _socket: ([io, web], containers))
+
+    class FailingSession:
+        connected = True
+
+        async def update_containers(self, updates: object, *,
+                                    timeout: float | None = None) -> None:
+            raise RuntimeError("runtime said no")
+
+    daemon.session = FailingSession()  # type: ignore[assignment]
+    asyncio.run(daemon._take_inventory())  # the background task's body
+    assert (daemon.handler.drift_repaired, daemon.handler.drift_unrepaired) == (0, 1)

@@ -28,7 +28,7 @@ from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
-from cpuset_core.reuse import LeftBehind
+from cpuset_core.reuse import LeftBehind, reuse_choice
 from cpuset_core.settings import Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
@@ -204,19 +204,16 @@ class CpusetEngine:
     def _plan_reusing(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
                       subject: str, decision: Classification) -> Plan | None:
         """Place an integer container on CPUs its own pod's completed containers left, when
-        they are still free and hold the whole request (best shape among them); ``None`` to
-        allocate as usual. Called before :meth:`_plan_integer`, which it does not change."""
-        warm = self._left_behind.of(pod.sandbox_id)
-        if not warm:
+        they are still free and hold the whole request; ``None`` to allocate as usual. Called
+        before :meth:`_plan_integer`, which it does not change."""
+        choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
+                              free=exclusive_free(self._topology, working.reserved,
+                                                  self._settings),
+                              exclusive=working.exclusive, allocator=self._allocator,
+                              whole_cores_of=self._topology if
+                              self._settings.full_physical_cores else None)
+        if choice is None:
             return None
-        warm &= exclusive_free(self._topology, working.reserved, self._settings)
-        if len(warm) < decision.request:
-            return None
-        choice = self._allocator.choose(warm, decision.request, exclusive=working.exclusive)
-        online = self._topology.online
-        if self._settings.full_physical_cores and CPUSet.union_of(
-                core & online for core in self._topology.cores_within(choice.cpus)) != choice.cpus:
-            return None  # not whole cores: the allocator's own rules decide (and may refuse)
         reason = (f"{decision.reason}; reuses CPUs its pod's completed container(s) held: "
                   f"{choice.describe()}")
         entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
@@ -224,7 +221,6 @@ class CpusetEngine:
                       reason=reason)
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
-
 
     def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
                         subject: str, decision: Classification) -> Plan:

@@ -26,6 +26,8 @@ from types import MappingProxyType
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import Kind
+from cpuset_core.policy.exclusive import Choice, ExclusiveAllocator
+from cpuset_core.topology import Topology
 
 MAX_PODS = 256
 """Pods remembered at most: a pod whose removal the plugin never saw (it was down) must not
@@ -80,3 +82,22 @@ class LeftBehind:
             return self
         return LeftBehind(MappingProxyType({pod: cpus for pod, cpus in self.by_pod.items()
                                             if pod != sandbox_id}))
+
+
+def reuse_choice(warm: CPUSet, request: int, *, free: CPUSet, exclusive: CPUSet,
+                 allocator: ExclusiveAllocator,
+                 whole_cores_of: Topology | None = None) -> Choice | None:
+    """The best-shaped ``request`` CPUs among ``warm`` (a pod's left-behind CPUs) that are
+    ``free``, or ``None`` when they do not hold the request. With ``whole_cores_of`` (the
+    ``full_physical_cores`` setting), a take that is not whole cores is ``None`` too: the
+    allocator's own rules then decide, and may refuse."""
+    warm &= free
+    if not warm or len(warm) < request:
+        return None
+    choice = allocator.choose(warm, request, exclusive=exclusive)
+    if whole_cores_of is not None:
+        online = whole_cores_of.online
+        cores = CPUSet.union_of(core & online for core in whole_cores_of.cores_within(choice.cpus))
+        if cores != choice.cpus:
+            return None
+    return choice

@@ -43,7 +43,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  index: str, socket_path: str = "/var/run/nri/nri.sock",
                  cri_socket: str | None = None, status_socket: str | None = None,
                  settings: Settings | None = None, listen: str | None = None,
-                 request_timeout: float = 2.0, config: LiveConfig | None = None) -> Daemon:
+                 request_timeout: float = 2.0, config: LiveConfig | None = None,
+                 hotplug_interval: float = 2.0) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -56,8 +57,11 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     duration buckets.
     With ``config`` (``nri-cpuset run``), the sockets and settings come from
     ``config.current`` instead of the keyword arguments, and the daemon reloads it.
+    A sysfs topology source is watched for CPUs going on- or offline every
+    ``hotplug_interval`` seconds (0 disables it); any other source is fixed.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
+    from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.nri.pusher import UpdatePusher  # noqa: PLC0415
@@ -81,9 +85,14 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         config.engine = engine
         config.replace_engine = lambda new: _replace_engine(handler, new)
     session = NriSession(handler, name=launch.name, index=launch.index, observer=metrics)
+    watcher = None
+    if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
+        watcher = OnlineCpuWatcher(
+            topology_source.root / "devices" / "system" / "cpu" / "online", topology_source,
+            interval=hotplug_interval)
     return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
                   cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
-                  metrics=metrics, listen=listen or None, config=config)
+                  metrics=metrics, listen=listen or None, config=config, watcher=watcher)
 
 
 def _replace_engine(handler: CpusetNriHandler, settings: Settings) -> CpusetEngine | None:

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from cpuset_adapters.config import Observability
+from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
@@ -22,7 +23,15 @@ from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_cli.live_config import LiveConfig
-from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
+from cpuset_core import (
+    ContainerFacts,
+    CpusetEngine,
+    Kind,
+    PodFacts,
+    Topology,
+    UpdateTransactionError,
+)
+from cpuset_core.drift import assess
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
@@ -45,6 +54,8 @@ class Daemon:
     """``host:port`` for /metrics, /healthz and /readyz; ``None`` serves none."""
     config: LiveConfig | None = None
     """The running configuration (``config.current``), reloaded on SIGHUP and file change."""
+    watcher: OnlineCpuWatcher | None = None
+    """Polls the online CPU list (``None``: the topology is fixed, e.g. from a file)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -97,15 +108,39 @@ class Daemon:
                 continue
             pods, containers = _with_undecided(engine, pods, containers)
             plan = self.handler.adopt(pods, containers, source="CRI inventory")
+            drift = assess(plan, pods, containers)
             try:
                 await apply_staged(self.session.update_containers, plan.updates,
                                    "CRI inventory", observer=self.metrics)
             except UpdateTransactionError as exc:
                 _log.error("%s; retrying from the background", exc)
                 self.pusher.mark_dirty(u.container_id for u in plan.updates)
+                drift = drift.with_failed({u.container_id for u in plan.updates},
+                                          f"the correction failed: {exc}")
+            self.handler.record_drift(drift, source="CRI inventory")
             return
         _log.error("no CRI inventory after %d attempts: containers that were running before "
                    "this plugin started are unknown to it", INVENTORY_ATTEMPTS)
+
+    async def topology_changed(self, topology: Topology) -> None:
+        """CPUs went offline or came back: re-place every container and apply the moves as
+        one staged transaction (shrink, move, grow). The change is committed first, like a
+        release: the CPUs are gone (or back) whatever the runtime does with the updates."""
+        plan = self.handler.adopt_topology(topology)
+        if not plan.updates or not self.session.connected:
+            # Not connected: the next Synchronize corrects every container anyway.
+            return
+        try:
+            await apply_staged(self.session.update_containers, plan.updates, "topology change")
+        except UpdateTransactionError as exc:
+            _log.error("%s; retrying from the background", exc)
+            self.pusher.force(u.container_id for u in plan.updates)
+            return
+        for update in plan.updates:
+            self.pusher.record_applied(update.container_id, update.cpus, update.mems)
+        if self.handler.engine.ledger is not plan.result:
+            # Decided while the updates were in flight: the pusher sends whatever differs.
+            self.pusher.mark_dirty(u.container_id for u in plan.updates)
 
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
@@ -115,6 +150,9 @@ class Daemon:
                                       name="update-pusher")
         watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
                     if self.config is not None else None)
+        hotplug = None if self.watcher is None else asyncio.create_task(
+            self.watcher.run(lambda: self.handler.engine.topology.online,
+                             self.topology_changed), name="hotplug-watcher")
         try:
             await self.session.run_forever(self.endpoint)
         finally:
@@ -122,7 +160,7 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, self.inventory):
+            for task in (pushing, watching, hotplug, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -201,7 +239,9 @@ class Daemon:
                 "updates_sent_in_background": self.pusher.updates_sent,
                 "updates_on_responses": sum(self.handler.updates_on_responses.values()),
                 "max_updates_per_container": max(per_container.values(), default=0),
-                "update_failures": self.pusher.failures}
+                "update_failures": self.pusher.failures,
+                "drift_repaired": self.handler.drift_repaired,
+                "drift_unrepaired": self.handler.drift_unrepaired}
 
     def reload(self) -> None:
         """SIGHUP: read the configuration file again (validated, then swapped)."""
@@ -255,7 +295,8 @@ def _with_undecided(engine: CpusetEngine, pods: list[PodFacts],
         namespace, _, rest = entry.subject.partition("/")
         pod_name, _, name = rest.rpartition("/")
         if entry.sandbox_id not in known_pods and entry.sandbox_id not in extra_pods:
-            annotations = ({engine.settings.pin_annotation: entry.cpus.format()}
+            asked = entry.pins_asked if entry.pins_asked is not None else entry.cpus
+            annotations = ({engine.settings.pin_annotation: asked.format()}
                            if entry.kind is Kind.ANNOTATED else {})
             parent = (f"/kubepods/pod{entry.sandbox_id}" if entry.kind is Kind.INTEGER
                       else f"/kubepods/burstable/pod{entry.sandbox_id}")

@@ -48,7 +48,9 @@ class StateView:
     pending_updates: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
-    ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``."""
+    ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``,
+    ``drift_repaired`` and ``drift_unrepaired`` (containers synchronizes found off their
+    placement and corrected, or could not correct; see ``cpuset_core.drift``)."""
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,

@@ -21,6 +21,7 @@ from cpuset_core.errors import (
     SharedPoolExhaustedError,
     StalePlanError,
 )
+from cpuset_core.hotplug import replan
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.plan import Plan, PoolChange
@@ -33,6 +34,7 @@ from cpuset_core.policy.exclusive import (
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.reuse import LeftBehind, reuse_choice
 from cpuset_core.settings import Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
@@ -51,6 +53,7 @@ class CpusetEngine:
         self._settings = settings if settings is not None else Settings()
         self._allocator = ExclusiveAllocator(topology)
         self._ledger = Ledger()
+        self._left_behind = LeftBehind()
 
     @property
     def topology(self) -> Topology:
@@ -95,6 +98,9 @@ class CpusetEngine:
         the plan was made (its decisions may no longer hold)."""
         if plan.base is not self._ledger:
             raise StalePlanError("the ledger changed after this plan was made; plan again")
+        self._left_behind = self._left_behind.after(plan.base, plan.result)
+        if plan.topology is not None:  # CPUs went on- or offline: decide on the new machine
+            self._topology, self._allocator = plan.topology, ExclusiveAllocator(plan.topology)
         self._ledger = plan.result
 
     # -- use cases -----------------------------------------------------------------------------
@@ -122,7 +128,9 @@ class CpusetEngine:
         if decision.kind is Kind.ANNOTATED:
             return self._plan_annotated(working, pod, container, subject, decision)
         if decision.kind is Kind.INTEGER:
-            return self._plan_integer(working, pod, container, subject, decision)
+            reused = self._plan_reusing(working, pod, container, subject, decision)
+            return reused if reused is not None else self._plan_integer(
+                working, pod, container, subject, decision)
         pool = shared_pool(self._topology, working.reserved, self._settings)
         if not pool:
             raise SharedPoolExhaustedError(subject, "every online CPU is pinned, exclusive or "
@@ -162,7 +170,62 @@ class CpusetEngine:
         return self._finish(base.without(container_id), None, None,
                             f"released {entry.kind.value} container {entry.subject}")
 
+    def plan_release_pod(self, sandbox_id: str) -> Plan:
+        """Release every container of a pod that is still in the ledger (the pod is stopping
+        or gone: a container created but never started, whose stop or remove the runtime did
+        not report, must not keep its CPUs). A pod with none gives an empty plan."""
+        base = self._ledger
+        gone = [cid for cid in sorted(base.entries) if base.entries[cid].sandbox_id == sandbox_id]
+        if not gone:
+            return Plan(base=base, result=base, shared_pool=self.shared_pool())
+        result = base
+        for cid in gone:
+            result = result.without(cid)
+        subjects = ", ".join(base.entries[cid].subject for cid in gone)
+        return self._finish(result, None, None, f"released {subjects} with their pod")
+
+    def plan_topology_change(self, topology: Topology) -> Plan:
+        """Re-place every container after CPUs went offline or came back online (``topology``
+        is the machine as it is now).
+
+        Pins keep their online part and a pin that lost a CPU is reported; integer containers
+        that held an offline CPU get new exclusive CPUs; the shared pool follows. Never raises
+        for a container: what cannot be placed as it asks is in the plan's ``problems``.
+        Committing the plan makes ``topology`` the engine's.
+        """
+        return replan(topology, self._settings, base=self._ledger,
+                      pool_before=self.shared_pool())
+
+    def left_behind(self, sandbox_id: str) -> CPUSet:
+        """CPUs the pod's completed integer containers held that nobody has taken since (its
+        next integer container prefers them; see ``reuse``)."""
+        return self._left_behind.of(sandbox_id)
+
+    def forget_pod(self, sandbox_id: str) -> None:
+        """The pod is gone: drop what its completed containers left behind."""
+        self._left_behind = self._left_behind.without_pod(sandbox_id)
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _plan_reusing(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
+                      subject: str, decision: Classification) -> Plan | None:
+        """Place an integer container on CPUs its own pod's completed containers left, when
+        they are still free and hold the whole request; ``None`` to allocate as usual. Called
+        before :meth:`_plan_integer`, which it does not change."""
+        choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
+                              free=exclusive_free(self._topology, working.reserved,
+                                                  self._settings),
+                              exclusive=working.exclusive, allocator=self._allocator,
+                              options=self._options())
+        if choice is None:
+            return None
+        reason = (f"{decision.reason}; reuses CPUs its pod's completed container(s) held: "
+                  f"{choice.describe()}")
+        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
+                      kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
+                      reason=reason)
+        return self._finish(working.with_entry(entry), container.id,
+                            Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
 
     def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
                         subject: str, decision: Classification) -> Plan:

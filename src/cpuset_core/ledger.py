@@ -36,6 +36,10 @@ class Entry:
     mems: CPUSet | None = None
     request: int = 0
     reason: str = ""
+    pins_asked: CPUSet | None = None
+    """For a pin naming CPUs that are offline: every CPU its annotation names (``cpus`` holds
+    the online part; a shared entry, none of them is online), so the pin comes back when they
+    do. ``None`` otherwise."""
 
 
 _NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})

@@ -8,6 +8,7 @@ from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import AdmissionError
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerUpdate, Kind, Placement
+from cpuset_core.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class Plan:
     pool_change: PoolChange | None = None
     problems: tuple[AdmissionError, ...] = ()
     """Containers a synchronize could not place as they ask (reported, never raised)."""
+    topology: Topology | None = None
+    """The machine's new topology, for a plan made after CPUs went on- or offline: committing
+    the plan makes it the engine's (``None``: unchanged)."""
     _updates: tuple[ContainerUpdate, ...] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -40,7 +40,9 @@ from cpuset_core.topology import Topology
 
 
 @dataclass(slots=True)
-class _Live:
+class Live:
+    """A live container to place: its facts, its pod (if known) and its classification."""
+
     facts: ContainerFacts
     pod: PodFacts | None
     subject: str
@@ -62,13 +64,24 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
     problems: list[AdmissionError] = []
     live = [_classified(c, pods_by_id.get(c.sandbox_id), settings, problems)
             for c in sorted(containers, key=lambda c: c.id)]
+    return rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
+                        source="synchronize")
+
+
+def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
+                 base: Ledger, live: list[Live], problems: list[AdmissionError], source: str,
+                 new_topology: Topology | None = None) -> Plan:
+    """:func:`rebuild` for containers already classified (``live``, sorted by id); also the
+    re-plan after a topology change (``new_topology``, carried by the plan for the commit).
+    ``source`` names the cause in the corrections' reasons."""
     entries: list[Entry] = []
     pinned = _annotated_entries(topology, settings, live, entries, problems)
     _integer_entries(topology, settings, allocator, live=live, pinned=pinned, entries=entries,
                      problems=problems)
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
     entries.extend(Entry(container_id=s.facts.id, subject=s.subject, sandbox_id=s.facts.sandbox_id,
-                         kind=Kind.SHARED, reason=s.decision.reason) for s in shared)
+                         kind=Kind.SHARED, reason=s.decision.reason, pins_asked=s.decision.pins)
+                   for s in shared)
     result = Ledger.from_entries(entries)
     pool = shared_pool(topology, result.reserved, settings)
     if shared and not pool:
@@ -78,13 +91,15 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
         # Running containers put it there (they are not refused at synchronize): report it.
         problems.append(SharedPoolBelowMinimumError("running containers", len(pool),
                                                     settings.min_shared_pool))
-    updates = _corrections(topology, result, pool, live)
+    updates = _corrections(topology, result, pool, live, source)
     return Plan(base=base, result=result, shared_pool=pool, moves=updates,
-                problems=tuple(problems), reason=f"synchronized {len(live)} container(s)")
+                problems=tuple(problems), topology=new_topology,
+                reason=f"synchronized {len(live)} container(s)" if new_topology is None
+                else f"{source}: re-placed {len(live)} container(s)")
 
 
 def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
-                problems: list[AdmissionError]) -> _Live:
+                problems: list[AdmissionError]) -> Live:
     subject = subject_of(pod, facts)
     try:
         decision = classify(pod, facts, settings)
@@ -97,10 +112,10 @@ def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
         problems.append(exc)
         decision = Classification(kind=Kind.SHARED, reason="pin not allowed in its namespace; "
                                                            "kept shared")
-    return _Live(facts, pod, subject, decision)
+    return Live(facts, pod, subject, decision)
 
 
-def _annotated_entries(topology: Topology, settings: Settings, live: list[_Live],
+def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
                        entries: list[Entry], problems: list[AdmissionError]) -> CPUSet:
     pinned = EMPTY
     for item in live:
@@ -113,7 +128,9 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[_Live]
                                                 pins.format(), (pins - usable).format(),
                                                 topology.online.format()))
         if not usable:
-            item.decision = Classification(kind=Kind.SHARED, reason="no pinned CPU is online")
+            # Runs shared until a pinned CPU is back (``pins`` kept for ``pins_asked``).
+            item.decision = Classification(kind=Kind.SHARED, pins=pins,
+                                           reason="no pinned CPU is online")
             continue
         try:
             mems: CPUSet | None = memory_nodes_for(topology, usable)
@@ -123,12 +140,13 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[_Live]
         pinned |= usable
         entries.append(Entry(container_id=item.facts.id, subject=item.subject,
                              sandbox_id=item.facts.sandbox_id, kind=Kind.ANNOTATED, cpus=usable,
-                             mems=mems, reason=item.decision.reason))
+                             mems=mems, reason=item.decision.reason,
+                             pins_asked=pins if usable != pins else None))
     return pinned
 
 
 def _integer_entries(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
-                     live: list[_Live], pinned: CPUSet, entries: list[Entry],
+                     live: list[Live], pinned: CPUSet, entries: list[Entry],
                      problems: list[AdmissionError]) -> None:
     """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit."""
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
@@ -141,7 +159,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         if (claimed := parse_reported(i.facts.cpus)) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
     options = AllocationOptions.from_settings(settings)
-    pending: list[_Live] = []
+    pending: list[Live] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
         current = parse_reported(item.facts.cpus)
         if (current is None or len(current) != item.decision.request
@@ -175,12 +193,12 @@ class _IntegerPass:
     problems: list[AdmissionError]
     entries: list[Entry]
     exclusive: CPUSet = EMPTY
-    admitted: list[tuple[_Live, Entry]] = field(default_factory=list)
+    admitted: list[tuple[Live, Entry]] = field(default_factory=list)
 
     def free(self) -> CPUSet:
         return exclusive_free(self.topology, self.pinned | self.exclusive, self.settings)
 
-    def admit(self, item: _Live, cpus: CPUSet) -> bool:
+    def admit(self, item: Live, cpus: CPUSet) -> bool:
         """Record ``cpus`` as the container's if they are free and leave a shared pool."""
         if not cpus.issubset(self.free()):
             return False
@@ -190,7 +208,7 @@ class _IntegerPass:
         self.admitted.append((item, _integer_entry(item, cpus)))
         return True
 
-    def demote(self, item: _Live, problem: AdmissionError) -> None:
+    def demote(self, item: Live, problem: AdmissionError) -> None:
         self.problems.append(problem)
         item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}")
         self.shared_left += 1
@@ -210,14 +228,14 @@ class _IntegerPass:
         return shared_pool(self.topology, self.pinned | exclusive, self.settings)
 
 
-def _integer_entry(item: _Live, cpus: CPUSet) -> Entry:
+def _integer_entry(item: Live, cpus: CPUSet) -> Entry:
     return Entry(container_id=item.facts.id, subject=item.subject,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
                  request=item.decision.request, reason=item.decision.reason)
 
 
 def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
-                 live: list[_Live]) -> tuple[ContainerUpdate, ...]:
+                 live: list[Live], source: str) -> tuple[ContainerUpdate, ...]:
     updates: list[ContainerUpdate] = []
     for item in live:
         entry = result.entries[item.facts.id]
@@ -236,6 +254,6 @@ def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
             mems=entry.mems,
             previous_mems=None if entry.mems is None
             else current_mems or topology.nodes_with_memory(),
-            reason=f"synchronize: runtime reports cpus {item.facts.cpus or 'unset'}"))
+            reason=f"{source}: runtime reports cpus {item.facts.cpus or 'unset'}"))
     return tuple(updates)
 

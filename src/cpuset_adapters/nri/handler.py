@@ -17,7 +17,12 @@ Where updates go, and what "all-or-nothing" means here:
 * RemoveContainer: releases again (a no-op after a stop) and hands any growth to the pusher.
 * UpdateContainer (kubelet UpdateContainerResources): the container's own cpuset is re-asserted,
   because the kubelet's values would otherwise replace it (§6.2).
-* Synchronize: the ledger is rebuilt; corrections ride on the response.
+* Synchronize: the ledger is rebuilt; corrections ride on the response. What the runtime
+  reported is compared with the result: drift the corrections repair and drift they cannot are
+  counted (``drift_repaired``, ``drift_unrepaired``), and each unrepaired container is logged.
+* StopPodSandbox / RemovePodSandbox: every container of the pod still in the ledger is released
+  (a container created but never started must not keep its CPUs when its pod goes); on removal
+  the CPUs the pod's completed containers left behind are forgotten.
 """
 
 from __future__ import annotations
@@ -40,9 +45,11 @@ from cpuset_core import (
     Kind,
     Plan,
     PodFacts,
+    Topology,
     classify,
     violations,
 )
+from cpuset_core.drift import DriftReport, assess
 
 _log = logging.getLogger("nri_cpuset.decisions")
 
@@ -50,7 +57,7 @@ HISTORY_LIMIT = 20
 """Events remembered per container: enough to explain it, bounded for long-lived nodes."""
 
 EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
-                    Event.REMOVE_CONTAINER})
+                    Event.REMOVE_CONTAINER, Event.STOP_POD_SANDBOX, Event.REMOVE_POD_SANDBOX})
 
 __all__ = ["EVENTS", "HISTORY_LIMIT", "CpusetNriHandler", "short_id"]
 
@@ -74,6 +81,10 @@ class CpusetNriHandler:
         put them where the ledger says."""
         self.updates_on_responses: Counter[str] = Counter()
         """Live updates per container carried on event responses (since start)."""
+        self.drift_repaired = 0
+        """Containers a synchronize found off their placement and corrected (since start)."""
+        self.drift_unrepaired = 0
+        """Containers a synchronize found off their placement and could not correct."""
 
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
@@ -115,8 +126,10 @@ class CpusetNriHandler:
 
     def on_synchronize(self, pods: Sequence[pb.PodSandbox],
                        containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
-        plan = self.adopt([translate.pod_facts(p) for p in pods],
-                          [translate.container_facts(c) for c in containers], source="synchronize")
+        pod_facts = [translate.pod_facts(p) for p in pods]
+        facts = [translate.container_facts(c) for c in containers]
+        plan = self.adopt(pod_facts, facts, source="synchronize")
+        self.record_drift(assess(plan, pod_facts, facts), source="synchronize")
         changes = translate.response_order(plan)
         self._record(changes)
         return translate.updates(changes)
@@ -146,6 +159,39 @@ class CpusetNriHandler:
         _log.info("synchronized %d pod(s), %d container(s) from %s: %d correction(s), shared "
                   "pool %s", len(pods), len(containers), source, len(plan.updates),
                   plan.shared_pool)
+        return plan
+
+    def record_drift(self, report: DriftReport, *, source: str) -> None:
+        """Count a synchronize's drift and log every container left off its placement."""
+        self.drift_repaired += len(report.repaired)
+        self.drift_unrepaired += len(report.unrepaired)
+        for drifted in report.unrepaired:
+            _log.warning("drift unrepaired %s id=%s reported=%s expected=%s source=%s "
+                         "reason=%s", drifted.subject, short_id(drifted.container_id),
+                         drifted.reported or "unset", drifted.expected or "none", source,
+                         drifted.why)
+        if report.repaired:
+            _log.info("drift repaired at %s: %s", source,
+                      ", ".join(f"{d.subject} ({short_id(d.container_id)}) "
+                                f"{d.reported or 'unset'} -> {d.expected}"
+                                for d in report.repaired))
+
+    def adopt_topology(self, topology: Topology) -> Plan:
+        """CPUs went offline or came back (the hotplug watcher read ``topology``): re-place
+        every container, commit, and return the plan, whose updates the caller applies."""
+        before = self._engine.topology.online
+        plan = self._engine.plan_topology_change(topology)
+        self._engine.commit(plan)
+        for change in plan.moves:
+            self._remember(change.container_id, f"moved at topology change: "
+                                                f"{change.previous_cpus} -> {change.cpus}")
+        for problem in plan.problems:
+            _log.warning("topology change: %s (%s)", problem, problem.reason)
+        for broken in violations(self._engine.topology, self._engine.ledger,
+                                 self._engine.settings):
+            _log.error("topology change: invariant %s", broken)
+        _log.warning("online CPUs %s -> %s: %d live update(s), shared pool %s", before,
+                     topology.online, len(plan.updates), plan.shared_pool)
         return plan
 
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
@@ -262,6 +308,27 @@ class CpusetNriHandler:
                 updates.append(translate.container_update(moved, placement.cpus,
                                                           placement.mems))
         return updates
+
+    def on_pod_sandbox_gone(self, pod: pb.PodSandbox, *, removed: bool) -> None:
+        """Release whatever the pod still holds; its freed CPUs go out through the pusher
+        (neither event's response carries updates)."""
+        plan = self._engine.plan_release_pod(pod.id)
+        self._engine.commit(plan)
+        if removed:
+            self._engine.forget_pod(pod.id)
+        gone = plan.base.entries.keys() - plan.result.entries.keys()
+        for cid in gone:
+            self._history.pop(cid, None)
+            self.updates_on_responses.pop(cid, None)
+            self._pusher.forget(cid)
+            # As at RemoveContainer: moves a failed creation made may never have been applied.
+            self._pusher.force(self._moved_by.pop(cid, ()))
+        self._pusher.mark_dirty(u.container_id for u in plan.updates)
+        if gone:
+            _log.info("release %d container(s) of pod %s/%s on %s: %s; shared pool %s",
+                      len(gone), pod.namespace, pod.name,
+                      "RemovePodSandbox" if removed else "StopPodSandbox",
+                      ", ".join(sorted(short_id(cid) for cid in gone)), plan.shared_pool)
 
     def on_disconnect(self) -> None:
         self.synchronized = False

@@ -113,6 +113,11 @@ class NriHandler(Protocol):
         the runtime is answered OK regardless."""
         ...
 
+    def on_pod_sandbox_gone(self, pod: pb.PodSandbox, *, removed: bool) -> None:
+        """StopPodSandbox (``removed=False``) or RemovePodSandbox (``removed=True``), when
+        subscribed. Errors are logged; the runtime is answered OK regardless."""
+        ...
+
     def on_disconnect(self) -> None:
         """The runtime connection ended; state is rebuilt at the next Synchronize."""
         ...

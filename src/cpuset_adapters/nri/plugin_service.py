@@ -50,9 +50,8 @@ mask with higher bits and close the plugin (§4.5, §7), and this service does n
 UpdatePodSandbox and ValidateContainerAdjustment RPCs those events need."""
 
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
-_ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "StopPodSandbox", "RemovePodSandbox",
-                 "PostCreateContainer", "StartContainer", "PostStartContainer",
-                 "PostUpdateContainer")
+_ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
+                 "StartContainer", "PostStartContainer", "PostUpdateContainer")
 
 
 def subscription_mask(events: Iterable[Event]) -> int:
@@ -128,6 +127,8 @@ class PluginService:
             "StopContainer": self._stop_container,
             "StateChange": self._state_change,
             "RemoveContainer": self._remove_container,
+            "StopPodSandbox": self._stop_pod_sandbox,
+            "RemovePodSandbox": self._remove_pod_sandbox,
         }
         for method in _ACKNOWLEDGED:
             self._methods[method] = self._acknowledge
@@ -278,8 +279,11 @@ class PluginService:
         except RpcError as exc:
             _logger.warning("StateChange: %s (answered OK)", exc)
             return Reply()
-        if int(req.event) == Event.REMOVE_CONTAINER.value and req.HasField("container"):
+        event = int(req.event)
+        if event == Event.REMOVE_CONTAINER.value and req.HasField("container"):
             self._removed(state, req.pod, req.container)
+        elif event in (Event.STOP_POD_SANDBOX.value, Event.REMOVE_POD_SANDBOX.value):
+            self._pod_gone(state, req.pod, removed=event == Event.REMOVE_POD_SANDBOX.value)
         return Reply()
 
     def _remove_container(self, state: ConnectionState, payload: bytes) -> Reply:
@@ -298,6 +302,32 @@ class PluginService:
                          lambda: self._handler.on_remove_container(pod, container))
         except _HandlerFailedError as failed:
             _logger.warning("RemoveContainer %s: %s (answered OK)", container.id, failed.message)
+
+    def _stop_pod_sandbox(self, state: ConnectionState, payload: bytes) -> Reply:
+        return self._pod_event(state, pb.StopPodSandboxRequest(), payload, removed=False)
+
+    def _remove_pod_sandbox(self, state: ConnectionState, payload: bytes) -> Reply:
+        return self._pod_event(state, pb.RemovePodSandboxRequest(), payload, removed=True)
+
+    def _pod_event(self, state: ConnectionState,
+                   request: pb.StopPodSandboxRequest | pb.RemovePodSandboxRequest,
+                   payload: bytes, *, removed: bool) -> Reply:
+        try:
+            req = decode(request, payload)
+        except RpcError as exc:
+            _logger.warning("%s: %s (answered OK)", type(request).__name__, exc)
+            return Reply()
+        self._pod_gone(state, req.pod, removed=removed)
+        return Reply(encode(pb.RemovePodSandboxResponse() if removed
+                            else pb.StopPodSandboxResponse()))
+
+    def _pod_gone(self, state: ConnectionState, pod: pb.PodSandbox, *, removed: bool) -> None:
+        # The runtime only logs errors here, and stops calling later plugins at the first one.
+        try:
+            self._invoke(state, "on_pod_sandbox_gone",
+                         lambda: self._handler.on_pod_sandbox_gone(pod, removed=removed))
+        except _HandlerFailedError as failed:
+            _logger.warning("pod %s: %s (answered OK)", pod.id, failed.message)
 
     def _acknowledge(self, _state: ConnectionState, _payload: bytes) -> Reply:
         return Reply()

@@ -225,11 +225,10 @@ class ExclusiveAllocator:
         best: tuple[tuple[int, ...], list[_Domain], _Take] | None = None
         for scope in scopes:
             for chosen in _node_sets(scope, free, count):
-                if spread:
-                    take = _spread_take(chosen, free, count, exclusive, self._uniform_core_size)
-                else:
-                    take = _take_threads(tuple(c for node in chosen for c in node.cores), free,
-                                         count, exclusive)
+                # Nodes are chosen by the packed take in both modes, so spreading never costs
+                # an extra node; the spread layout is applied to the winner below.
+                take = _take_threads(tuple(c for node in chosen for c in node.cores), free,
+                                     count, exclusive)
                 if options.whole_cores and (take.splits or take.orphans):
                     continue
                 gathered = sum(free_in(d) for d in chosen)
@@ -242,6 +241,10 @@ class ExclusiveAllocator:
             raise WholeCoresUnavailableError(count, "no choice of wholly free cores adds up "
                                                     "to it")
         _, chosen, take = best
+        if spread:
+            even = _spread_take(chosen, free, count, exclusive, self._uniform_core_size)
+            if not (options.whole_cores and (even.splits or even.orphans)):
+                take = even
         nodes = CPUSet(d.node for d in chosen)
         sockets = {d.socket for d in chosen}
         where = (f"NUMA nodes {nodes} of socket {chosen[0].socket}" if len(sockets) == 1
@@ -325,10 +328,14 @@ def _spread_take(nodes: Sequence[_Domain], free: int, count: int, exclusive: int
     # Water-filling in whole-core units (then single threads for a remainder below a unit):
     # each round gives one unit to every node that still has room, most free first.
     order = sorted(range(len(nodes)), key=lambda i: (-capacity[i], nodes[i].order))
+    # A remainder below a whole core goes first to nodes with a free orphan thread (a core
+    # whose mate is taken), so that evening out the shares does not split a whole core.
+    orphaned = sorted(order, key=lambda i: not any(
+        (core & free) and (core & free) != core for core in nodes[i].cores))
     step = unit
     while remaining:
         progressed = False
-        for i in order:
+        for i in (order if step > 1 else orphaned):
             grant = min(step, remaining, capacity[i] - shares[i])
             if grant <= 0 or (step > 1 and grant < step and remaining >= step):
                 continue

@@ -47,11 +47,12 @@ def cpus_of(updates: Sequence[pb.ContainerUpdate]) -> dict[str, str]:
     return {u.container_id: u.linux.resources.cpu.cpus for u in updates}
 
 
-def test_subscribes_to_exactly_the_container_events_it_uses() -> None:
+def test_subscribes_to_exactly_the_container_and_pod_events_it_uses() -> None:
     handler, _, _ = make()
     assert handler.subscribed_events() == EVENTS
     mask = sum(e.bit for e in EVENTS)
-    assert mask == 0x8 | 0x80 | 0x200 | 0x400
+    # create, update, stop and remove container; stop and remove pod sandbox
+    assert mask == 0x8 | 0x80 | 0x200 | 0x400 | 0x2 | 0x4
     assert Event.VALIDATE_CONTAINER_ADJUSTMENT not in EVENTS
 
 

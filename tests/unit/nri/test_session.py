@@ -111,6 +111,9 @@ class RecordingHandler:
     def on_remove_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
         self._enter("remove", container.id)
 
+    def on_pod_sandbox_gone(self, pod: pb.PodSandbox, *, removed: bool) -> None:
+        self._enter("pod-removed" if removed else "pod-stopped", pod.id)
+
     def on_disconnect(self) -> None:
         self.disconnects += 1
         self.calls.append(("disconnect",))
@@ -364,18 +367,36 @@ def test_stop_and_remove_are_delivered_and_always_answered_ok(tmp_path: Path,
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
 def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, version: str) -> None:
     events = DEFAULT_EVENTS | {Event.RUN_POD_SANDBOX, Event.START_CONTAINER,
-                               Event.POST_START_CONTAINER, Event.REMOVE_POD_SANDBOX}
+                               Event.POST_START_CONTAINER}
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         conn = await rt.wait_ready()
         await rt.lifecycle_event(Event.RUN_POD_SANDBOX, pod())
         await rt.lifecycle_event(Event.START_CONTAINER, pod(), container("a"))
         await rt.lifecycle_event(Event.POST_START_CONTAINER, pod(), container("a"))
-        await rt.lifecycle_event(Event.REMOVE_POD_SANDBOX, pod())
         assert not conn.fell_back_to_state_change
 
     handler = scenario(tmp_path, body, handler=RecordingHandler(events), version=version)
     assert handler.names() == ["configure", "synchronize", "disconnect"]
+
+
+@pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
+def test_pod_sandbox_stop_and_removal_reach_the_handler_and_errors_are_answered_ok(
+        tmp_path: Path, version: str) -> None:
+    events = DEFAULT_EVENTS | {Event.STOP_POD_SANDBOX, Event.REMOVE_POD_SANDBOX}
+    handler = RecordingHandler(events)
+    handler.fail["pod-removed"] = HandlerError("boom")
+
+    async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
+        conn = await rt.wait_ready()
+        await rt.lifecycle_event(Event.STOP_POD_SANDBOX, pod("p"))
+        await rt.lifecycle_event(Event.REMOVE_POD_SANDBOX, pod("p"))
+        assert not conn.fell_back_to_state_change
+        assert await rt.create_container(pod(), container("x")) is not None  # still served
+
+    scenario(tmp_path, body, handler=handler, version=version)
+    assert [c for c in handler.calls if c[0].startswith("pod-")] == [
+        ("pod-stopped", "p"), ("pod-removed", "p")]
 
 
 def test_unknown_methods_and_services_get_unimplemented(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ import click
 from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_cli import bootstrap, demo, plan_view, render
 from cpuset_cli.commands.bad_input import fail, read_input
+from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.commands.topology_input import read_topology, source_name, topology_options
 from cpuset_cli.pods import PodsInputError, PodSpec, load_pods
-from cpuset_core import AdmissionError, CpusetError, Plan, Settings, Topology
+from cpuset_core import AdmissionError, CpusetError, Plan, Topology
 
 if TYPE_CHECKING:
     from cpuset_cli.state_view import StateView
@@ -31,13 +32,15 @@ _MAX_POOL_NAMES: Final = 3
 @click.option("--demo", "run_demo", is_flag=True,
               help="Admit the built-in demonstration pods (shared, integer, pinned, bad input).")
 @topology_options
+@config_option
 @click.option("--state", "state_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Start from a saved live state (`nri-cpuset inspect -o json > FILE`).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def plan(  # noqa: PLR0917 - click passes every option as a parameter
         pods_file: str | None, run_demo: bool, sysfs_root: str | None,
-        topology_file: str | None, state_file: str | None, output: str) -> None:
+        topology_file: str | None, config_file: str | None, state_file: str | None,
+        output: str) -> None:
     """Dry-run the allocator: admit pods in order through the same engine the daemon uses and
     show, per container, its kind (annotated / integer / shared), CPUs and memory nodes, the
     live moves and shared-pool changes each admission causes, and rejected containers with
@@ -55,6 +58,7 @@ def plan(  # noqa: PLR0917 - click passes every option as a parameter
       sudo nri-cpuset inspect -o json > live.json
       nri-cpuset plan --pods new.yaml --state live.json
       nri-cpuset plan --demo --sysfs-root tests/fixtures/sysfs/dual-socket
+      nri-cpuset plan --pods pods.json --config /etc/nri-cpuset/config.toml
     """
     if run_demo == (pods_file is not None):
         raise click.UsageError("pass --pods FILE (pods to admit) or --demo (the built-in "
@@ -67,7 +71,7 @@ def plan(  # noqa: PLR0917 - click passes every option as a parameter
     state = _read_state(state_file) if state_file is not None else None
     where = source_name(sysfs_root, topology_file)
     topology = read_topology(sysfs_root, topology_file)
-    settings = Settings()
+    settings = read_settings(config_file, topology)
     runtime = bootstrap.build_dry_run(StaticTopologySource(topology), settings)
     click.echo(f"topology from {where}: online {topology.online}, {len(topology.cores)} cores, "
                f"NUMA nodes {list(topology.numa_nodes)}", err=True)

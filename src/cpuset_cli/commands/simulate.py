@@ -11,6 +11,7 @@ import click
 
 from cpuset_cli import bootstrap, render
 from cpuset_cli.commands.bad_input import fail, read_input
+from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.metrics import Metrics, Ratio
 from cpuset_cli.simulate import (
     AddEvent,
@@ -22,7 +23,7 @@ from cpuset_cli.simulate import (
     read_trace,
     replay,
 )
-from cpuset_core import Topology, TopologyError, TopologySource
+from cpuset_core import Settings, Topology, TopologyError, TopologySource
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -47,9 +48,11 @@ def make_simulate(topology_file: TopologyFile = _file_source) -> click.Command:
     @click.option("--trace", "trace_path", required=True, metavar="FILE",
                   type=click.Path(dir_okay=False),
                   help='The trace: {"events": [{"op": "add", "id": 7, "request": 4}, ...]}.')
+    @config_option
     @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
                   show_default=True)
-    def simulate(topology_path: str, trace_path: str, output: str) -> None:
+    def simulate(topology_path: str, trace_path: str, config_file: str | None,
+                 output: str) -> None:
         """Replay an allocation trace through the engine the daemon uses, on a machine shape
         described by a topology file, and print one result per `add` event (the CPUs it got,
         or the typed reason it was rejected) and the allocation quality metrics: NUMA- and
@@ -65,13 +68,15 @@ def make_simulate(topology_file: TopologyFile = _file_source) -> click.Command:
           nri-cpuset simulate --topology epyc.json --trace churn.json
           nri-cpuset simulate --topology epyc.json --trace churn.json -o json \\
             | jq .metrics.numa_confined
+          nri-cpuset simulate --topology epyc.json --trace churn.json --config spread.toml
         """
         topology = _read_topology(topology_file, topology_path)
+        settings = read_settings(config_file, topology)
         events = _read_events(trace_path)
         if output == "table" and sys.stdout.isatty():
-            simulation = _replay_with_progress(topology, events)
+            simulation = _replay_with_progress(topology, events, settings)
         else:
-            simulation = replay(topology, events)
+            simulation = replay(topology, events, settings=settings)
         if output == "json":
             click.echo(as_json(simulation))
         else:
@@ -96,13 +101,14 @@ def _read_events(path: str) -> tuple[Event, ...]:
     return read_input(path, read_trace, (TraceError,))
 
 
-def _replay_with_progress(topology: Topology, events: Sequence[Event]) -> Simulation:
+def _replay_with_progress(topology: Topology, events: Sequence[Event],
+                          settings: Settings) -> Simulation:
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import Progress  # noqa: PLC0415
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("replaying", total=len(events))
-        return replay(topology, events,
+        return replay(topology, events, settings=settings,
                       on_event=lambda done: progress.update(task, completed=done))
 
 

@@ -77,3 +77,24 @@ def test_version_is_printed() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert "nri-cpuset" in result.output
+
+
+def test_config_file_reaches_the_dry_run(dual_socket: Path, tmp_path: Path) -> None:
+    # The demo pins CPUs from the "storage" namespace; allowing only "weka" refuses them, and
+    # reserving CPUs 0-1,8-9 moves the integer pod off them: the dry run decides like the node.
+    config = tmp_path / "config.toml"
+    config.write_text('[pinning]\nnamespaces = ["weka"]\n[cpus]\nreserved = "0-1,8-9"\n')
+    rows = _json_rows("--demo", "--sysfs-root", str(dual_socket), "--config", str(config))
+    by_container = {r["container"]: r for r in rows if r["action"] == "create"}
+    assert by_container["storage/cache/io"]["result"].startswith(
+        "REJECTED pin-namespace-not-allowed")
+    assert by_container["default/db/postgres"]["cpus"] == "2-3,10-11"  # 0-1,8-9 without it
+
+
+def test_an_invalid_config_file_is_a_clear_error_with_exit_code_2(dual_socket: Path,
+                                                                  tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[cpus]\nreserved = "0-x"\n')
+    code, output = _plan("--demo", "--sysfs-root", str(dual_socket), "--config", str(config))
+    assert code == 2
+    assert 'cpus.reserved = "0-x": invalid CPU list' in output

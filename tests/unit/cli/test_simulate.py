@@ -40,6 +40,7 @@ from cpuset_core import (
     CpusetEngine,
     Ledger,
     PodFacts,
+    Settings,
     Topology,
 )
 
@@ -232,7 +233,7 @@ def test_the_progress_display_replays_the_same(capsys: pytest.CaptureFixture[str
     from cpuset_cli.commands.simulate import _replay_with_progress
 
     events = parse_trace(trace(add(1, 2), add(2, 3), delete(1)))
-    assert _replay_with_progress(DUAL, events).results == replay(DUAL, events).results
+    assert _replay_with_progress(DUAL, events, Settings()).results == replay(DUAL, events).results
 
 
 def test_an_empty_trace_gives_empty_results_and_null_percentages(tmp_path: Path) -> None:
@@ -453,3 +454,24 @@ def test_a_bad_topology_file_is_exit_2_naming_the_file(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"error: {tmp_path / 'bad.json'}")
     assert "numa" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_config_file_sets_the_allocation_options(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[cpus]\nfull_physical_cores = true\n")
+    document = trace(add(1, 3), add(2, 2))
+    code, out, _err = invoke(tmp_path, document, "--config", str(config), "-o", "json")
+    assert code == 0
+    results = json.loads(out)["results"]
+    assert results[0]["error"] == "full-cores-unavailable"
+    assert results[1]["cpus"] == "0,8"
+    code, out, _err = invoke(tmp_path, document, "-o", "json")
+    assert json.loads(out)["results"][0]["cpus"] == "0-1,8"
+
+
+def test_an_invalid_config_file_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[cpus]\nnuma_spanning = "wide"\n')
+    code, _out, err = invoke(tmp_path, trace(add(1, 1)), "--config", str(config))
+    assert code == 2
+    assert "cpus.numa_spanning" in err

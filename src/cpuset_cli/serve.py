@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
 from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document, Observability
-from cpuset_adapters.fake_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_cli.live_config import LiveConfig
 from cpuset_cli.startup_checks import run_checks
@@ -38,10 +38,15 @@ class RunRequest:
 
 
 def configure_logging(observability: Observability) -> None:
-    """Log to stderr at ``observability.log_level`` (a pre-installed plugin's launcher sends
-    stderr to a file). ``log_format`` is not applied yet: the observability work owns it."""
-    logging.basicConfig(level=observability.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Log to stderr (a pre-installed plugin's launcher sends it to a file) at
+    ``log_level`` in ``log_format``; SIGUSR1 toggles debug logging."""
+    from cpuset_adapters.observability.logging import configure_logging as configure  # noqa: PLC0415
+
+    logs = configure(observability.log_level,
+                     "json" if observability.log_format == "json" else "console")
+    # A plain signal handler, not the event loop's: it works even when the loop is stuck,
+    # which is when debug logs are wanted most (logging's locks are reentrant).
+    signal.signal(signal.SIGUSR1, logs.toggle_debug)
 
 
 def load(request: RunRequest) -> LiveConfig:
@@ -74,7 +79,9 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
             fail(f"error: {message}")
         return EXIT_BAD_INPUT
     try:
-        daemon = bootstrap.build_daemon(StaticTopologySource(live.topology),
+        # The sysfs source itself (not the topology read above): the daemon watches it for
+        # CPUs going on- or offline.
+        daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(request.sysfs_root),
                                         environ=request.environ, name=request.plugin_name,
                                         index=request.plugin_index, config=live)
     except ValueError as exc:

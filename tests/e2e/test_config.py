@@ -27,6 +27,7 @@ from tests.e2e.test_plugin import (
     integer,
     needs_two_cpus,
     pod,
+    serving,
     shared,
     wait_until,
 )
@@ -62,13 +63,9 @@ def config_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path,
            config_file: Path) -> Iterator[Plugin]:
-    running = Plugin(lab.nri_socket, tmp_path / "plugin.log", ("--config", str(config_file)))
-    running.start()
-    running.wait_synchronized()
-    yield running
-    if running.process is not None:
-        lab.cleanup()
-        assert running.stop() == 0, running.text()[-3000:]
+    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
+                             ("--config", str(config_file)))) as running:
+        yield running
 
 
 def refused(cri: CriClient, lab: LabContainerd, namespace: str = "default") -> str:

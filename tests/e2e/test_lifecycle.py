@@ -142,24 +142,6 @@ def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
             assert "reason=cpu-unavailable" in log
 
 
-class FakeSysfsPlugin(Plugin):
-    """The plugin reading its topology from a fake sysfs tree (``--sysfs-root``)."""
-
-    def __init__(self, socket: Path, log: Path, sysfs_root: Path) -> None:
-        super().__init__(socket, log)
-        self.sysfs_root = sysfs_root
-
-    def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": SRC}
-        env.pop("NRI_PLUGIN_SOCKET", None)
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
-                 "--log-level", "debug", "--status-socket", str(self.status),
-                 "--sysfs-root", str(self.sysfs_root)],
-                stdout=out, stderr=subprocess.STDOUT, env=env)
-
-
 @needs_two_cpus
 def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
         lab: LabContainerd, cri: CriClient, tmp_path: Path) -> None:
@@ -177,7 +159,7 @@ def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
     root = tmp_path / "sys"
     write_sysfs_tree(THIS_MACHINE_LIKE, root)
     online = root / "devices" / "system" / "cpu" / "online"
-    running = FakeSysfsPlugin(lab.nri_socket, tmp_path / "plugin.log", root)
+    running = Plugin(lab.nri_socket, tmp_path / "plugin.log", ("--sysfs-root", str(root)))
     running.start()
     try:
         running.wait_synchronized()

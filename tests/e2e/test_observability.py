@@ -4,11 +4,8 @@ while pods are created over CRI like a kubelet would."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +17,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from cpuset_adapters.cri.client import CriClient, CriError, QosClass
 from cpuset_adapters.lab.containerd import LabContainerd
 from cpuset_core.cpuset import CPUSet
-from tests.e2e.test_plugin import ONLINE, SRC, Plugin, needs_two_cpus, pod, shared, wait_until
+from tests.e2e.test_plugin import (
+    ONLINE,
+    Plugin,
+    needs_two_cpus,
+    pod,
+    serving,
+    shared,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -35,18 +40,10 @@ class ObservedPlugin(Plugin):
     """The plugin serving metrics and probes on ``port``, logging JSON lines."""
 
     def __init__(self, socket_path: Path, log: Path, port: int) -> None:
-        super().__init__(socket_path, log)
+        # The later --log-format wins over the helper's console default.
+        super().__init__(socket_path, log,
+                         ("--listen", f"127.0.0.1:{port}", "--log-format", "json"))
         self.port = port
-
-    def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": SRC}
-        env.pop("NRI_PLUGIN_SOCKET", None)
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
-                 "--log-level", "debug", "--status-socket", str(self.status),
-                 "--listen", f"127.0.0.1:{self.port}", "--log-format", "json"],
-                stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -72,13 +69,9 @@ class ObservedPlugin(Plugin):
 
 @pytest.fixture
 def observed(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[ObservedPlugin]:
-    running = ObservedPlugin(lab.nri_socket, tmp_path / "plugin.log", free_port())
-    running.start()
-    running.wait_synchronized()
-    yield running
-    if running.process is not None:
-        lab.cleanup()
-        assert running.stop() == 0, running.text()[-3000:]
+    with serving(lab, ObservedPlugin(lab.nri_socket, tmp_path / "plugin.log",
+                                     free_port())) as running:
+        yield running
 
 
 @needs_two_cpus

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -44,6 +45,9 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
+
+
+P = TypeVar("P", bound="Plugin")
 
 
 class Plugin:
@@ -85,16 +89,22 @@ class Plugin:
         self.process = None
 
 
-@pytest.fixture
-def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[Plugin]:
-    running = Plugin(lab.nri_socket, tmp_path / "plugin.log")
+@contextmanager
+def serving(lab: LabContainerd, running: P) -> Iterator[P]:
+    """``running`` started and synchronized; at the end, the lab's pods removed first (so the
+    plugin sees their containers go: no leak across tests), then a clean stop (exit code 0)."""
     running.start()
     running.wait_synchronized()
     yield running
     if running.process is not None:
-        # Remove pods first so the plugin sees their containers go (no leak across tests).
         lab.cleanup()
         assert running.stop() == 0, running.text()[-3000:]
+
+
+@pytest.fixture
+def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[Plugin]:
+    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
+        yield running
 
 
 def actual(cri: CriClient, cid: str) -> tuple[CPUSet, CPUSet]:

@@ -237,3 +237,24 @@ def test_the_daemon_exposes_the_observability_settings_it_runs_with(path: Path) 
     bare = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO), environ={},
                                   name="nri-cpuset", index="99")
     assert bare.observability.listen == "127.0.0.1:9477"
+
+
+def test_a_configmap_update_swapping_the_data_symlink_is_seen(tmp_path: Path) -> None:
+    # The kubelet updates a mounted ConfigMap atomically: config.toml -> ..data/config.toml,
+    # and ..data is a symlink it re-points at a new timestamped directory. The file itself is
+    # never written, so the watcher must follow the links.
+    first, second = tmp_path / "..2026_11_22_08_00_00.1", tmp_path / "..2026_11_22_08_01_00.2"
+    first.mkdir()
+    (first / "config.toml").write_text(ALLOW_STORAGE)
+    (tmp_path / "..data").symlink_to(first.name)
+    path = tmp_path / "config.toml"
+    path.symlink_to("..data/config.toml")
+    config = live(path)
+    assert config.check_file() is None
+    second.mkdir()
+    (second / "config.toml").write_text('[pinning]\nnamespaces = ["team-*"]\n')
+    (tmp_path / "..data_tmp").symlink_to(second.name)
+    (tmp_path / "..data_tmp").rename(tmp_path / "..data")
+    assert config.check_file() is True
+    assert engine(config).settings.may_pin("team-b")
+    assert not engine(config).settings.may_pin("storage")

@@ -75,6 +75,7 @@ class Daemon:
         Configure) is never synchronized: take the inventory over CRI instead."""
         if self.config is not None and info.config.strip():
             self.config.apply_runtime_config(info.config)
+            self.cri_socket = self.config.current.runtime.cri_socket
         if not isinstance(self.endpoint, InheritedSocket):
             return
         if info.registration_timeout_ms == 0 and self.inventory is None:
@@ -87,10 +88,12 @@ class Daemon:
         """Read every live pod and container over CRI (retrying until containerd serves CRI),
         adopt them like a Synchronize, and apply the corrections as one staged transaction."""
         loop = asyncio.get_running_loop()
-        engine = self.handler.engine
         delay = 0.1
         failures = 0
         while failures < INVENTORY_ATTEMPTS:
+            # Looked up at every attempt: a reload before the first decision replaces the
+            # engine, and containers decided on the new one must be in the adoption.
+            engine = self.handler.engine
             before = engine.ledger
             try:
                 pods, containers = await loop.run_in_executor(None, _read_inventory,
@@ -101,7 +104,7 @@ class Daemon:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
-            if engine.ledger is not before:
+            if self.handler.engine is not engine or engine.ledger is not before:
                 # Events were decided while reading: the snapshot may miss them. Not a
                 # failure (a busy node would otherwise exhaust the attempts); pause briefly.
                 await asyncio.sleep(0.05)
@@ -127,11 +130,14 @@ class Daemon:
         one staged transaction (shrink, move, grow). The change is committed first, like a
         release: the CPUs are gone (or back) whatever the runtime does with the updates."""
         plan = self.handler.adopt_topology(topology)
+        if self.config is not None:
+            self.config.topology = topology  # reloads are checked against today's CPUs
         if not plan.updates or not self.session.connected:
             # Not connected: the next Synchronize corrects every container anyway.
             return
         try:
-            await apply_staged(self.session.update_containers, plan.updates, "topology change")
+            await apply_staged(self.session.update_containers, plan.updates, "topology change",
+                               observer=self.metrics)
         except UpdateTransactionError as exc:
             _log.error("%s; retrying from the background", exc)
             self.pusher.force(u.container_id for u in plan.updates)

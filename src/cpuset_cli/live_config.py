@@ -73,6 +73,10 @@ class LiveConfig:
     """The file's last good document; ``None`` while the (default) file does not exist."""
     runtime_document: Document = attrs.field(factory=dict)
     engine: CpusetEngine | None = None
+    set_log_level: Callable[[str], None] = attrs.field(default=lambda level: logging.getLogger()
+                                                       .setLevel(level.upper()))
+    """How a reload applies ``observability.log_level`` (``run`` hands in the SIGUSR1 toggle's,
+    so the toggle returns to the reloaded level)."""
     """Attached by the composition root; live keys are applied to it."""
     replace_engine: Callable[[Settings], CpusetEngine | None] | None = None
     """Attached by the composition root: a new engine with these settings in place of
@@ -133,6 +137,9 @@ class LiveConfig:
         changed = changed_keys(self.current, new)
         fixed = [key for key in changed if key not in LIVE_KEYS]
         replaced = self._replace_engine_for(fixed, new, why)
+        if why == "configure" and "runtime.cri_socket" in fixed:
+            # Only read after Configure (the inventory of a pre-installed plugin): applies.
+            replaced.append("runtime.cri_socket")
         fixed = [key for key in fixed if key not in replaced]
         if fixed:
             self._report_restart(why, fixed, new)
@@ -154,6 +161,18 @@ class LiveConfig:
         return True
 
     def _report_restart(self, why: str, fixed: list[str], new: Config) -> None:
+        if why == "configure":
+            # Sockets and the listener are in use before Configure arrives, at every start:
+            # a restart would not help. (Engine keys do apply at a restart, before the first
+            # decision.)
+            early = [key for key in fixed if key.split(".")[0] not in ENGINE_SECTIONS]
+            if early:
+                _log.error("configure: %s cannot be set in the runtime's plugin config (in "
+                           "use before it arrives); set %s in %s instead", ", ".join(early),
+                           "it" if len(early) == 1 else "them", self.path)
+            fixed = [key for key in fixed if key not in early]
+            if not fixed:
+                return
         _log.error("%s: %s changed but need%s a restart; running with the old value%s", why,
                    ", ".join(f"{key} ({_show(value_at(self.current, key))} -> "
                              f"{_show(value_at(new, key))})" for key in fixed),
@@ -178,7 +197,7 @@ class LiveConfig:
         if self.engine is not None:
             self.engine.reconfigure(to_settings(new))
         if new.observability.log_level != self.current.observability.log_level:
-            logging.getLogger().setLevel(new.observability.log_level.upper())
+            self.set_log_level(new.observability.log_level)
 
     def _rejected(self, why: str, error: ConfigError) -> None:
         _log.error("%s: rejected %s, keeping the last good configuration: %s", why,

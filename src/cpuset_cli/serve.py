@@ -37,9 +37,10 @@ class RunRequest:
     environ: Mapping[str, str]
 
 
-def configure_logging(observability: Observability) -> None:
+def configure_logging(observability: Observability) -> Callable[[str], None]:
     """Log to stderr (a pre-installed plugin's launcher sends it to a file) at
-    ``log_level`` in ``log_format``; SIGUSR1 toggles debug logging."""
+    ``log_level`` in ``log_format``; SIGUSR1 toggles debug logging. Returns how a reload sets
+    the level (it is also the level the toggle returns to)."""
     from cpuset_adapters.observability.logging import configure_logging as configure  # noqa: PLC0415
 
     logs = configure(observability.log_level,
@@ -47,6 +48,7 @@ def configure_logging(observability: Observability) -> None:
     # A plain signal handler, not the event loop's: it works even when the loop is stuck,
     # which is when debug logs are wanted most (logging's locks are reentrant).
     signal.signal(signal.SIGUSR1, logs.toggle_debug)
+    return logs.set_level
 
 
 def load(request: RunRequest) -> LiveConfig:
@@ -65,7 +67,7 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
     except (ConfigError, TopologyError) as exc:
         fail(f"error: {exc}")
         return EXIT_BAD_INPUT
-    configure_logging(live.current.observability)
+    live.set_log_level = configure_logging(live.current.observability)
     _log.info("%s", live.describe_source())
     findings = run_checks(live.current,
                           launched_by_runtime="NRI_PLUGIN_SOCKET" in request.environ,
@@ -84,7 +86,7 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(request.sysfs_root),
                                         environ=request.environ, name=request.plugin_name,
                                         index=request.plugin_index, config=live)
-    except ValueError as exc:
+    except (ValueError, TopologyError) as exc:
         fail(f"error: {exc}")
         return EXIT_BAD_INPUT
     asyncio.run(daemon.run_until_signalled())

@@ -3,41 +3,19 @@ what this machine's topology allows. Each check returns problems; none raises.""
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Iterator
 from typing import Final
 
 from cpuset_adapters.config.errors import Problem
 from cpuset_adapters.config.schema import LOG_FORMATS, LOG_LEVELS, SPANNING, Config
 from cpuset_adapters.config.structure import toml_value
+from cpuset_adapters.listen_address import parse_listen
 from cpuset_core import CpuListSyntaxError, CPUSet, Topology
+
+__all__ = ["parse_listen", "reserved_cpus", "topology_problems", "value_problems"]
 
 MAX_UNIX_SOCKET_PATH: Final = 107
 """``sun_path`` holds 108 bytes including the terminating NUL."""
-
-_HOSTNAME: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """Return ``(host, port)`` from ``host:port`` (``[v6]:port``; an empty host means every
-    interface). Raises ``ValueError`` saying what is wrong."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        raise ValueError("expected host:port, e.g. 127.0.0.1:9477 (\"\" disables)")
-    if not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"port {port!r} is not a number from 1 to 65535")
-    if host.startswith("[") and host.endswith("]"):
-        try:
-            ipaddress.IPv6Address(host[1:-1])
-        except ValueError as exc:
-            raise ValueError(f"{host} is not an IPv6 address") from exc
-        return host[1:-1], int(port)
-    if ":" in host:
-        raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:9477")
-    if host and not _HOSTNAME.fullmatch(host):
-        raise ValueError(f"host {host!r} is not an IP address or host name")
-    return host, int(port)
 
 
 def reserved_cpus(config: Config) -> CPUSet:

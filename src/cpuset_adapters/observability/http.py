@@ -8,10 +8,13 @@ exists to report a stuck event loop, so it must answer when that loop does not.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from cpuset_adapters.listen_address import parse_listen as parse_address
 
 _log = logging.getLogger("nri_cpuset.http")
 
@@ -40,11 +43,10 @@ class Endpoints:
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:9477`` for IPv6) as (host, port); raises ``ValueError``."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"listen address {listen!r} is not HOST:PORT")
-    return host.removeprefix("[").removesuffix("]"), int(port)
+    """``host:port`` (``[::1]:9477`` for IPv6, ``:9477`` for every interface, port 0 for one
+    the kernel picks) as (host, port); raises ``ValueError``. The same rules as the
+    configuration check, so every address it accepts is served."""
+    return parse_address(listen, any_port=True)
 
 
 class ProbeServer:
@@ -55,7 +57,11 @@ class ProbeServer:
         address cannot be bound."""
         host, port = parse_listen(listen)
         handler = type("_Handler", (_Handler,), {"endpoints": endpoints})
-        server_class = type("_Server", (ThreadingHTTPServer,),
+        if not host:
+            # Every interface, IPv6 and IPv4 alike where the kernel has IPv6 (a pod on an
+            # IPv6-only cluster is probed on its IPv6 address).
+            host = "::" if socket.has_ipv6 else "0.0.0.0"  # noqa: S104 - asked for
+        server_class = type("_Server", (_DualStackServer,),
                             {"address_family": _family(host)})
         self._server = server_class((host, port), handler)
         self._server.daemon_threads = True
@@ -79,9 +85,15 @@ class ProbeServer:
 
 
 def _family(host: str) -> int:
-    import socket  # noqa: PLC0415 - only for the constant
-
     return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+class _DualStackServer(ThreadingHTTPServer):
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6 and self.server_address[0] == "::":
+            # "::" also takes IPv4 connections unless the system defaults to v6-only.
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -30,6 +30,11 @@ class LogControl:
     def __init__(self, level: str) -> None:
         self.level = level
 
+    def set_level(self, level: str) -> None:
+        """Make ``level`` the configured level (a reload) and apply it now."""
+        self.level = level
+        logging.getLogger().setLevel(_numeric(level))
+
     def toggle_debug(self, _signum: int | None = None, _frame: FrameType | None = None) -> None:
         """Switch between the configured level and debug (``info`` and debug when debug is the
         configured level); usable as a signal handler. The switch is logged."""

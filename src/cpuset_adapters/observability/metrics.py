@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from cpuset_adapters.nri.observer import AdmissionResult, BatchOutcome, HookResult
@@ -159,9 +159,12 @@ class _StateCollector(Collector):
         for kind in Kind:
             containers.add_metric([kind.value], sample.containers.get(kind, 0))
         yield containers
-        drift = GaugeMetricFamily("nri_cpuset_drift_containers", "Containers whose cpuset "
-                                  "differed from the ledger at the last drift check, by "
-                                  "state.", labels=["state"])
+        # Totals since start (a counter): a gauge of the last check would hide a drift that a
+        # later clean synchronize follows, and alerting on "unrepaired > 0" would never clear.
+        drift = CounterMetricFamily("nri_cpuset_drift_containers", "Containers found off their "
+                                    "placement at a synchronize or CRI inventory since start, "
+                                    "by whether the corrections repaired them.",
+                                    labels=["state"])
         drift.add_metric(["repaired"], sample.drift_repaired)
         drift.add_metric(["unrepaired"], sample.drift_unrepaired)
         yield drift

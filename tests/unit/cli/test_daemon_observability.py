@@ -48,10 +48,10 @@ def test_gauges_and_counters_follow_the_decisions_the_handler_takes() -> None:
 def test_drift_is_read_from_the_daemon_stats_when_they_have_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     daemon = build()
-    assert metric(daemon, "nri_cpuset_drift_containers", state="repaired") == 0
+    assert metric(daemon, "nri_cpuset_drift_containers_total", state="repaired") == 0
     monkeypatch.setattr(daemon, "_stats", lambda: {"drift_repaired": 3, "drift_unrepaired": 1})
-    assert metric(daemon, "nri_cpuset_drift_containers", state="repaired") == 3
-    assert metric(daemon, "nri_cpuset_drift_containers", state="unrepaired") == 1
+    assert metric(daemon, "nri_cpuset_drift_containers_total", state="repaired") == 3
+    assert metric(daemon, "nri_cpuset_drift_containers_total", state="unrepaired") == 1
 
 
 def test_the_request_timeout_sizes_the_hook_buckets() -> None:

@@ -258,3 +258,19 @@ def test_a_configmap_update_swapping_the_data_symlink_is_seen(tmp_path: Path) ->
     assert config.check_file() is True
     assert engine(config).settings.may_pin("team-b")
     assert not engine(config).settings.may_pin("storage")
+
+
+def test_the_runtimes_config_sets_the_cri_socket_but_not_keys_in_use_before_it(
+        path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A pre-installed plugin reads CRI only after Configure (the inventory): the drop-in's
+    # cri_socket applies. The NRI socket and the listener are in use before Configure at
+    # every start, so "needs a restart" would be a lie: the log says where the key belongs.
+    caplog.set_level(logging.INFO)
+    config = live(path)
+    assert config.apply_runtime_config('[runtime]\ncri_socket = "/run/k3s/containerd.sock"\n'
+                                       '[observability]\nlisten = "127.0.0.1:9999"\n')
+    assert config.current.runtime.cri_socket == "/run/k3s/containerd.sock"
+    assert config.current.observability.listen == "127.0.0.1:9477"
+    assert ("configure: observability.listen cannot be set in the runtime's plugin config"
+            in caplog.text)
+    assert "needs a restart" not in caplog.text

@@ -149,3 +149,13 @@ def test_each_container_a_background_batch_updates_is_one_debug_event() -> None:
                if e.get("reason") == "background update"]
     assert [(e["action"], e["container"], e["kind"], e["cpus"], e["mems"]) for e in updates] \
         == [("update", "ns/web/app", "shared", "0-15", "default")]
+
+
+def test_a_reloaded_level_is_the_one_the_toggle_returns_to() -> None:
+    control = configure_logging("info", "console", io.StringIO())
+    control.set_level("warning")  # a configuration reload
+    assert logging.getLogger().level == logging.WARNING
+    control.toggle_debug()
+    assert logging.getLogger().level == logging.DEBUG
+    control.toggle_debug()
+    assert logging.getLogger().level == logging.WARNING

@@ -102,13 +102,13 @@ def test_state_gauges_follow_the_live_state_at_each_scrape() -> None:
     assert value(metrics, "nri_cpuset_runtime_connected") == 1
     assert value(metrics, "nri_cpuset_containers", kind="annotated") == 0
     assert value(metrics, "nri_cpuset_containers", kind="shared") == 3
-    assert value(metrics, "nri_cpuset_drift_containers", state="unrepaired") == 0
+    assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 0
     state = replace(STATE, shared_pool_cpus=11, pinned_cpus=3, runtime_connected=False,
                     drift_repaired=2)
     assert value(metrics, "nri_cpuset_shared_pool_cpus") == 11
     assert value(metrics, "nri_cpuset_pinned_cpus") == 3
     assert value(metrics, "nri_cpuset_runtime_connected") == 0
-    assert value(metrics, "nri_cpuset_drift_containers", state="repaired") == 2
+    assert value(metrics, "nri_cpuset_drift_containers_total", state="repaired") == 2
 
 
 def test_a_failing_state_read_leaves_the_other_metrics_served() -> None:

@@ -104,16 +104,30 @@ def test_metrics_are_served_in_the_text_format_and_anything_else_is_404(
 
 @pytest.mark.parametrize(("listen", "parsed"), [
     ("127.0.0.1:9477", ("127.0.0.1", 9477)), ("0.0.0.0:80", ("0.0.0.0", 80)),  # noqa: S104
-    ("[::1]:9477", ("::1", 9477)), ("localhost:0", ("localhost", 0)),
+    ("[::1]:9477", ("::1", 9477)), ("localhost:0", ("localhost", 0)), (":9477", ("", 9477)),
 ])
 def test_listen_addresses_parse(listen: str, parsed: tuple[str, int]) -> None:
     assert parse_listen(listen) == parsed
 
 
-@pytest.mark.parametrize("listen", ["9477", ":9477", "host:", "host:port", "host:70000"])
-def test_bad_listen_addresses_are_refused(listen: str) -> None:
-    with pytest.raises(ValueError, match="HOST:PORT"):
+@pytest.mark.parametrize(("listen", "why"), [
+    ("9477", "expected host:port"), ("host:", "not a number"), ("host:port", "not a number"),
+    ("host:70000", "not a number"), ("::1:9477", "in brackets"),
+])
+def test_bad_listen_addresses_are_refused(listen: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
         parse_listen(listen)
+
+
+def test_an_empty_host_serves_every_interface_ipv4_included() -> None:
+    # ":PORT" is what the configuration check accepts for "every interface": it must serve.
+    server = ProbeServer(":0", Node().endpoints())
+    server.start()
+    try:
+        port = server.address[1]
+        assert get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+    finally:
+        server.close()
 
 
 def test_a_busy_address_raises_at_construction() -> None:

@@ -52,24 +52,10 @@ else
 fi
 # Checked before the launcher is (re)written, because on containerd 1.7 a pre-installed plugin
 # that exits before registering makes containerd's NRI, and with it containerd, fail to start:
-# the config must parse (the plugin validates its keys itself), and the kubelet's static CPU
-# manager must be off unless allowed (the plugin refuses to start beside it).
-"$venv/bin/python" - "$config" <<'EOF' || die "$config: see above; the launcher was not installed"
-import json, sys, tomllib
-try:
-    runtime = tomllib.load(open(sys.argv[1], "rb")).get("runtime", {})
-except (OSError, tomllib.TOMLDecodeError) as exc:
-    sys.exit(f"{sys.argv[1]}: {exc}")
-path = runtime.get("kubelet_cpu_manager_state", "/var/lib/kubelet/cpu_manager_state")
-try:
-    policy = json.load(open(path)).get("policyName", "")
-except (OSError, ValueError):
-    policy = ""
-if policy == "static" and not runtime.get("allow_static_cpu_manager", False):
-    sys.exit(f"the kubelet's static CPU manager is active ({path}): nri-cpuset would refuse to "
-             "start. Set the kubelet's cpuManagerPolicy to none (or, knowing they will both set "
-             "cpusets, [runtime] allow_static_cpu_manager = true in the config).")
-EOF
+# check-config runs exactly what `run` checks before it starts (every key and value, the
+# values against this machine, the kubelet's static CPU manager, NRI disabled).
+"$venv/bin/nri-cpuset" check-config --config "$config" --preinstalled \
+    || die "$config: see above; the launcher was not installed"
 
 # 3. The launcher, written atomically: containerd must never see a half-written executable.
 "$venv/bin/nri-cpuset" install-launcher --plugin-dir "$plugin_dir" --config "$config" \

@@ -167,6 +167,7 @@ def lab_demo_command() -> None:
 def _register_commands() -> None:
     # One module per operator command (cpuset_cli/commands/); registered here, in one place.
     from cpuset_cli.commands.check_annotation import check_annotation  # noqa: PLC0415
+    from cpuset_cli.commands.check_config import check_config  # noqa: PLC0415
     from cpuset_cli.commands.explain import explain  # noqa: PLC0415
     from cpuset_cli.commands.inspect import inspect  # noqa: PLC0415
     from cpuset_cli.commands.plan import plan  # noqa: PLC0415
@@ -177,6 +178,7 @@ def _register_commands() -> None:
     cli.add_command(simulate)
     cli.add_command(topology)
     cli.add_command(check_annotation)
+    cli.add_command(check_config)
     cli.add_command(inspect)
     cli.add_command(explain)
 

@@ -21,6 +21,7 @@ from tests.unit.deploy.schema import DEPLOY, EXAMPLE_CONFIG
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the scripts refuse to run as non-root")
 
 INSTALL = DEPLOY / "preinstalled" / "install.sh"
+SRC = Path(__file__).resolve().parents[3] / "src"
 UNINSTALL = DEPLOY / "preinstalled" / "uninstall.sh"
 
 
@@ -67,8 +68,12 @@ def node(tmp_path: Path) -> Node:
     (bin_dir / "python").write_text(
         f'#!/bin/sh\nif [ "$1" = -m ] && [ "$2" = pip ]; then echo "pip $*" >>{calls}; exit 0; fi\n'
         f'exec {sys.executable} "$@"\n')
+    # check-config is the real command (the pre-flight check must be the plugin's own);
+    # everything else is recorded.
     (bin_dir / "nri-cpuset").write_text(
         f'#!/bin/sh\necho "nri-cpuset $*" >>{calls}\n'
+        f'if [ "$1" = check-config ]; then PYTHONPATH={SRC} exec {sys.executable} -m cpuset_cli '
+        f'"$@"; fi\n'
         f'[ "$1" = --version ] && echo "nri-cpuset, version 0.0.0"\nexit 0\n')
     for stub in bin_dir.iterdir():
         stub.chmod(0o755)
@@ -114,6 +119,16 @@ def test_an_unparsable_config_stops_before_the_launcher(node: Node) -> None:
     result = node.run(INSTALL)
     assert result.returncode != 0
     assert str(node.config) in result.stderr
+    assert _launcher_calls(node) == []
+
+
+def test_an_unknown_key_stops_before_the_launcher_naming_it(node: Node) -> None:
+    # Valid TOML, but `run` would exit 2 on it, and containerd 1.7 would not start.
+    node.config.parent.mkdir(parents=True)
+    node.config.write_text('[cpus]\nreservd = "0"\n')
+    result = node.run(INSTALL)
+    assert result.returncode != 0
+    assert "cpus.reservd: unknown key" in result.stderr
     assert _launcher_calls(node) == []
 
 

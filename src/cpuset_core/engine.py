@@ -39,8 +39,10 @@ from cpuset_core.settings import Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
 
-LIVE_SETTINGS = frozenset({"pin_namespaces", "exclusive_on_isolated", "full_physical_cores",
-                           "spanning", "keep_free_numa_nodes", "min_shared_pool"})
+# Not exclusive_on_isolated: turning it off would make the isolated CPUs integer containers
+# already hold invalid, and the next synchronize or hotplug would move them.
+LIVE_SETTINGS = frozenset({"pin_namespaces", "full_physical_cores", "spanning",
+                           "keep_free_numa_nodes", "min_shared_pool"})
 """Settings :meth:`CpusetEngine.reconfigure` may change on a running engine."""
 
 
@@ -247,7 +249,7 @@ class CpusetEngine:
         except NoRoomToMoveError as exc:
             raise InsufficientCpusForReassignmentError(
                 subject, exc.conflicting, exc.needed, exc.free,
-                whole_cores=self._settings.full_physical_cores) from exc
+                whole_cores=self._settings.full_physical_cores, why=exc.detail) from exc
         result = working
         move_updates: list[ContainerUpdate] = []
         for move in moves:
@@ -306,8 +308,13 @@ class CpusetEngine:
             extra = wanted - len(current)
             if extra > len(free):
                 raise InsufficientCpusError(subject, wanted, len(free) + len(current))
-            choice = self._choose(subject, extra, free, exclusive=working.exclusive,
-                                  prefer_numa=self._topology.numa_nodes_of(current))
+            try:
+                choice = self._choose(subject, extra, free, exclusive=working.exclusive,
+                                      prefer_numa=self._topology.numa_nodes_of(current))
+            except FullCoresUnavailableError as exc:  # name the size asked, not the step
+                raise FullCoresUnavailableError(
+                    subject, wanted, f"growing from {len(current)} by {extra}: {exc.why}",
+                ) from exc
             cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
                                                f"{choice.describe()}"
         reason = f"{decision.reason}; {how}"

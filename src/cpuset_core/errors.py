@@ -111,6 +111,7 @@ class FullCoresUnavailableError(AdmissionError):
 
     def __init__(self, subject: str, requested: int, detail: str) -> None:
         self.requested = requested
+        self.why = detail
         super().__init__(subject, f"needs {requested} exclusive CPU(s) as whole physical cores "
                                   f"(full_physical_cores) but {detail}")
 
@@ -121,14 +122,20 @@ class InsufficientCpusForReassignmentError(AdmissionError):
     reason = "insufficient-cpus-for-reassignment"
 
     def __init__(self, subject: str, conflicting: Sequence[str], needed: int, free: int, *,
-                 whole_cores: bool = False) -> None:
+                 whole_cores: bool = False, why: str = "") -> None:
         self.conflicting = tuple(conflicting)
         self.needed = needed
         self.free = free
         where = " in wholly free cores (full_physical_cores)" if whole_cores else ""
-        super().__init__(subject, f"pinned CPUs are held by integer container(s) "
-                                  f"{', '.join(self.conflicting)}; moving them needs {needed} "
-                                  f"free CPU(s){where} but only {free} are free")
+        message = (f"pinned CPUs are held by integer container(s) "
+                   f"{', '.join(self.conflicting)}; moving them needs {needed} free CPU(s)"
+                   f"{where} but only {free} are free")
+        if why:
+            # Counts alone can look satisfiable in whole-core mode: say what really blocks it.
+            message = (f"pinned CPUs are held by integer container(s) "
+                       f"{', '.join(self.conflicting)}, which cannot be moved onto whole cores "
+                       f"(full_physical_cores): {why}")
+        super().__init__(subject, message)
 
 
 class SharedPoolExhaustedError(AdmissionError):

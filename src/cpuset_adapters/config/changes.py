@@ -12,7 +12,7 @@ from cpuset_adapters.config.schema import Config, keys, value_at
 LIVE_KEYS: Final = frozenset({
     # Who may pin and the allocator's options only steer later decisions (the core's
     # LIVE_SETTINGS); running containers keep their CPUs.
-    "pinning.namespaces", "cpus.exclusive_on_isolated", "cpus.full_physical_cores",
+    "pinning.namespaces", "cpus.full_physical_cores",
     "cpus.numa_spanning", "cpus.keep_free_numa_nodes", "cpus.min_shared_pool",
     # Only the threshold of the loggers changes.
     "observability.log_level",

@@ -11,6 +11,7 @@ from cpuset_core.policy.exclusive import (
     DEFAULT_OPTIONS,
     AllocationOptions,
     ExclusiveAllocator,
+    WholeCoresUnavailableError,
 )
 from cpuset_core.topology import Topology
 
@@ -24,12 +25,15 @@ class Move:
 class NoRoomToMoveError(ValueError):
     """The conflicting containers cannot all be moved."""
 
-    def __init__(self, conflicting: tuple[str, ...], needed: int, free: int) -> None:
+    def __init__(self, conflicting: tuple[str, ...], needed: int, free: int,
+                 detail: str = "") -> None:
         self.conflicting = conflicting
         self.needed = needed
         self.free = free
+        self.detail = detail
+        """Why, when counting free CPUs does not say it (whole-core mode)."""
         super().__init__(f"moving {len(conflicting)} container(s) needs {needed} CPUs, "
-                         f"{free} free")
+                         f"{free} free{f': {detail}' if detail else ''}")
 
 
 def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger,
@@ -74,8 +78,10 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
                                  available=available, others=others, reserve=needed,
                                  options=options)
         except ValueError as exc:  # whole-core mode: the free whole cores do not add up
+            detail = exc.detail if isinstance(exc, WholeCoresUnavailableError) else str(exc)
             raise NoRoomToMoveError(subjects, needed + to_replace(entry.cpus),
-                                    len(usable(available))) from exc
+                                    len(usable(available)),
+                                    detail=f"{entry.subject}: {detail}") from exc
         # Its unpinned CPUs that it did not keep are free again for the containers after it.
         available = (available | (entry.cpus - pins)) - cpus
         exclusive = others | cpus
@@ -99,14 +105,19 @@ def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CP
         available, len(current) - len(keep), exclusive=others, prefer_numa=nodes,
         options=options))
     pool = available | keep
-    fresh = _attempt(lambda: allocator.take(pool, len(current), exclusive=others,
-                                            prefer_numa=nodes, options=options))
+    try:
+        fresh: CPUSet | None = allocator.take(pool, len(current), exclusive=others,
+                                              prefer_numa=nodes, options=options)
+    except ValueError:  # whole-core mode: nothing adds up, its own cores included
+        if top_up is None:
+            raise
+        fresh = None
     if fresh is not None and len(pool - fresh) < reserve:
         fresh = None  # it would starve the containers still to move
     if top_up is None or (fresh is not None and
                           _shared_cores(topology, fresh) < _shared_cores(topology, top_up)):
         if fresh is None:
-            raise ValueError("no whole cores add up to the replacement")
+            raise ValueError("whole cores for it would starve the containers still to move")
         return fresh
     return top_up
 

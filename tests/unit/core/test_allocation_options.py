@@ -281,3 +281,29 @@ def test_full_core_mode_re_places_a_half_core_container_when_it_is_resized() -> 
     assert "re-placed on whole cores" in grown.reason
     with pytest.raises(FullCoresUnavailableError, match="3 is not a multiple"):
         engine.plan_resize(p, container("c", p, cpu_limit=3))
+
+
+def test_a_pin_refused_because_its_victim_cannot_have_whole_cores_says_so() -> None:
+    # Found in review: the counts alone ("needs 1, only 14 free") hid the real reason.
+    engine = CpusetEngine(DUAL_SOCKET)
+    p = pod("db")
+    engine.commit(engine.plan_create(p, container("db", p, cpu_limit=1)))
+    engine.reconfigure(Settings(full_physical_cores=True))
+    held = engine.placement("db")
+    assert held is not None
+    pin = pod("pin", annotations={DEFAULT_PIN_ANNOTATION: str(held.cpus.first())})
+    with pytest.raises(InsufficientCpusForReassignmentError) as caught:
+        engine.plan_create(pin, container("pin", pin))
+    assert str(caught.value).endswith(
+        "ns/db/main, which cannot be moved onto whole cores (full_physical_cores): ns/db/main: "
+        "1 is not a multiple of the 2 threads per core")
+
+
+def test_a_refused_growth_names_the_size_asked() -> None:
+    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    p = pod("grow")
+    engine.commit(engine.plan_create(p, container("c", p, cpu_limit=2)))
+    with pytest.raises(FullCoresUnavailableError) as caught:
+        engine.plan_resize(p, container("c", p, cpu_limit=5))
+    assert caught.value.requested == 5
+    assert "needs 5 exclusive CPU(s)" in str(caught.value)

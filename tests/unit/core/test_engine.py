@@ -1027,6 +1027,7 @@ def test_reconfigure_applies_live_settings_to_later_decisions_only() -> None:
 @pytest.mark.parametrize(("change", "named"), [
     (Settings(system_reserved=cpus("0")), "system_reserved"),
     (Settings(strict_reservation=True), "strict_reservation"),
+    (Settings(exclusive_on_isolated=True), "exclusive_on_isolated"),
     (Settings(pin_annotation="example.com/pin", system_reserved=cpus("1")),
      "pin_annotation, system_reserved"),
 ])

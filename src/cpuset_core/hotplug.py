@@ -59,7 +59,9 @@ def _live(entry: Entry, pool_before: CPUSet) -> Live:
     if entry.kind is Kind.ANNOTATED or entry.pins_asked is not None:
         pins = entry.pins_asked if entry.pins_asked is not None else entry.cpus
         decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason)
-    elif entry.kind is Kind.INTEGER:
+    elif entry.kind is Kind.INTEGER or entry.request:
+        # A shared entry with a request was an integer container demoted for lack of room:
+        # every re-plan tries it again (CPUs may have come back).
         decision = Classification(kind=Kind.INTEGER, request=entry.request, reason=entry.reason)
     else:
         decision = Classification(kind=Kind.SHARED, reason=entry.reason)

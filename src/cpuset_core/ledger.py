@@ -35,6 +35,8 @@ class Entry:
     """Pinned CPUs (annotated) or exclusive CPUs (integer); empty for shared."""
     mems: CPUSet | None = None
     request: int = 0
+    """CPUs an integer container asked for; on a shared entry, what a container demoted for
+    lack of room asked for (0 for containers that are shared by nature)."""
     reason: str = ""
     pins_asked: CPUSet | None = None
     """For a pin naming CPUs that are offline: every CPU its annotation names (``cpus`` holds

@@ -76,11 +76,16 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
     ``source`` names the cause in the corrections' reasons."""
     entries: list[Entry] = []
     pinned = _annotated_entries(topology, settings, live, entries, problems)
+    # After a topology change a sibling that came back can leave a whole-core container on
+    # half a core; at a synchronize, sets from before the option was on are adopted as they are.
     _integer_entries(topology, settings, allocator, live=live, pinned=pinned, entries=entries,
-                     problems=problems)
+                     problems=problems,
+                     rewhole=new_topology is not None and settings.full_physical_cores)
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
+    # A demoted integer container keeps its request, so a later re-plan tries it again.
     entries.extend(Entry(container_id=s.facts.id, subject=s.subject, sandbox_id=s.facts.sandbox_id,
-                         kind=Kind.SHARED, reason=s.decision.reason, pins_asked=s.decision.pins)
+                         kind=Kind.SHARED, reason=s.decision.reason, pins_asked=s.decision.pins,
+                         request=s.decision.request)
                    for s in shared)
     result = Ledger.from_entries(entries)
     pool = shared_pool(topology, result.reserved, settings)
@@ -147,8 +152,10 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
 
 def _integer_entries(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
                      live: list[Live], pinned: CPUSet, entries: list[Entry],
-                     problems: list[AdmissionError]) -> None:
-    """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit."""
+                     problems: list[AdmissionError], rewhole: bool = False) -> None:
+    """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit.
+    With ``rewhole``, a valid set that is not whole cores is re-placed on whole cores when
+    they are free, and otherwise kept and reported."""
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
     # A set is only really exclusive if no shared container was *placed* on it: a container
     # started while the plugin was down can report a set that looks valid (the whole machine of
@@ -160,11 +167,19 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
     options = AllocationOptions.from_settings(settings)
     pending: list[Live] = []
+    halves: list[tuple[Live, CPUSet]] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
         current = parse_reported(item.facts.cpus)
         if (current is None or len(current) != item.decision.request
-                or not current.isdisjoint(shared_claimed) or not state.admit(item, current)):
+                or not current.isdisjoint(shared_claimed)):
             pending.append(item)
+        elif rewhole and allocator.whole_core_cpus(current) != current:
+            halves.append((item, current))
+        elif not state.admit(item, current):
+            pending.append(item)
+    for item, current in halves:
+        _rewhole(item, current, state=state, allocator=allocator, options=options,
+                 pending=pending)
     for item in pending:
         free = state.free()
         request = item.decision.request
@@ -180,6 +195,26 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
             state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))
     state.make_room_for_demoted()
+
+
+def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
+             allocator: ExclusiveAllocator, options: AllocationOptions,
+             pending: list[Live]) -> None:
+    """Whole cores for a container whose set is no longer whole; else it stays, reported."""
+    request = item.decision.request
+    try:
+        cpus: CPUSet | None = allocator.take(state.free(), request, exclusive=state.exclusive,
+                                             options=options)
+    except ValueError:  # not enough free CPUs, or none that add up in whole cores
+        cpus = None
+    if cpus is not None and state.admit(item, cpus):
+        return
+    if state.admit(item, current):
+        state.problems.append(FullCoresUnavailableError(
+            item.subject, request, f"its CPUs {current} are no longer whole cores (a sibling "
+                                   f"came back online) and no whole cores are free; left there"))
+    else:
+        pending.append(item)
 
 
 @dataclass(slots=True)
@@ -210,7 +245,8 @@ class _IntegerPass:
 
     def demote(self, item: Live, problem: AdmissionError) -> None:
         self.problems.append(problem)
-        item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}")
+        item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}",
+                                       request=item.decision.request)
         self.shared_left += 1
 
     def make_room_for_demoted(self) -> None:

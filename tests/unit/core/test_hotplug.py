@@ -19,6 +19,7 @@ from cpuset_core import (
     CpusetEngine,
     Kind,
     PodFacts,
+    Settings,
     StalePlanError,
     Topology,
     violations,
@@ -186,3 +187,53 @@ def test_a_shared_container_is_updated_off_a_cpu_that_went_offline() -> None:
     plan = engine.plan_topology_change(with_online(TOPOLOGY, "0-14"))
     assert [(u.container_id, u.cpus.format(), u.previous_cpus.format())
             for u in plan.updates] == [("app", "0-14", "0-14")]
+
+
+def test_a_demoted_integer_container_gets_exclusive_cpus_back_when_cpus_return() -> None:
+    # Found in review: the demotion used to forget the request, so it stayed shared for good.
+    no_smt = build_topology(dataclasses.replace(THIS_MACHINE_LIKE, cores_per_numa=8))
+    engine = CpusetEngine(no_smt)
+    create(engine, pod("web", qos="burstable"), "app")
+    assert create(engine, pod("db"), "pg", 7) == CPUSet.parse("0-6")
+    plan = engine.plan_topology_change(with_online(no_smt, "1-7"))
+    engine.commit(plan)
+    assert engine.ledger.entries["pg"].kind is Kind.SHARED  # 7 no longer fit beside the pool
+    assert [p.subject for p in plan.problems] == ["ns/db/pg"]
+    back = engine.plan_topology_change(no_smt)
+    engine.commit(back)
+    assert engine.ledger.entries["pg"].kind is Kind.INTEGER
+    assert len(engine.ledger.entries["pg"].cpus) == 7
+    assert violations(engine.topology, engine.ledger, engine.settings) == []
+
+
+def test_whole_core_mode_re_places_a_container_a_returning_sibling_left_on_half_a_core() -> None:
+    # Found in review: CPU 8 offline made {0} a whole core; when 8 came back the container
+    # silently kept half a core beside the shared pool.
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,9-15"), Settings(full_physical_cores=True))
+    create(engine, pod("web", qos="burstable"), "app")
+    held = create(engine, pod("db"), "pg", 3)
+    assert 0 in held
+    plan = engine.plan_topology_change(TOPOLOGY)
+    engine.commit(plan)
+    # 3 CPUs cannot be whole SMT-2 cores: it stays where it is, and that is reported.
+    assert engine.ledger.entries["pg"].cpus == held
+    (problem,) = plan.problems
+    assert problem.reason == "full-cores-unavailable"
+    assert "no longer whole cores (a sibling came back online)" in str(problem)
+    assert violations(engine.topology, engine.ledger, engine.settings) == []
+
+
+def test_whole_core_mode_moves_a_half_core_container_onto_whole_cores_when_it_can() -> None:
+    # An even request left on a lone thread plus a pair by an offline sibling: when the
+    # sibling returns, it moves onto two whole cores.
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,10-15"), Settings(full_physical_cores=True))
+    create(engine, pod("io", pins="2-7,10-15"), "io")  # every other core is pinned
+    held = create(engine, pod("db"), "pg", 2)
+    assert held == CPUSet.parse("0-1")  # cores {0,8} and {1,9} each have one online thread
+    plan = engine.plan_topology_change(TOPOLOGY)
+    engine.commit(plan)
+    moved = engine.ledger.entries["pg"].cpus
+    assert len(moved) == 2
+    assert all((core & TOPOLOGY.online) <= moved for core in TOPOLOGY.cores_within(moved))
+    assert plan.problems == ()
+    assert violations(engine.topology, engine.ledger, engine.settings) == []

@@ -280,16 +280,21 @@ def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
             continue  # an empty pool: nothing valid to move shared containers to
         current = parse_reported(item.facts.cpus)
         current_mems = parse_reported(item.facts.mems)
+        every_node = topology.nodes_with_memory()
+        mems = entry.mems
+        if mems is None and current_mems is not None and current_mems != every_node:
+            # A former pin (its namespace no longer allowed, or its CPUs gone) must not stay
+            # tied to its old node's memory: unpinned containers get the default, every node.
+            mems = every_node
         cpus_ok = current == target
-        mems_ok = entry.mems is None or current_mems == entry.mems
+        mems_ok = mems is None or current_mems == mems
         if cpus_ok and mems_ok:
             continue
         updates.append(ContainerUpdate(
             container_id=entry.container_id, subject=entry.subject, kind=entry.kind,
             cpus=target, previous_cpus=current if current is not None else topology.online,
-            mems=entry.mems,
-            previous_mems=None if entry.mems is None
-            else current_mems or topology.nodes_with_memory(),
+            mems=mems,
+            previous_mems=None if mems is None else current_mems or every_node,
             reason=f"{source}: runtime reports cpus {item.facts.cpus or 'unset'}"))
     return tuple(updates)
 

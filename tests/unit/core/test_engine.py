@@ -710,12 +710,16 @@ def test_invalid_annotation_at_synchronize_is_a_problem_and_the_container_is_sha
 def test_disallowed_pin_at_synchronize_is_a_problem_and_the_container_is_shared() -> None:
     engine = CpusetEngine(DUAL_SOCKET, Settings(pin_namespaces=("weka",)))
     pinned = pod("pinned", annotations={KEY: "1"})
-    plan = sync(engine, [pinned], [container("pinned", pinned, name="app", cpus_now="1")])
+    plan = sync(engine, [pinned], [container("pinned", pinned, name="app", cpus_now="1",
+                                             mems_now="0")])
     (problem,) = plan.problems
     assert isinstance(problem, PinNotAllowedError)
     assert engine.ledger.entries["pinned"].kind is Kind.SHARED
     assert engine.ledger.reserved == EMPTY
-    assert updates_by_id(plan)["pinned"].cpus == ALL
+    update = updates_by_id(plan)["pinned"]
+    assert update.cpus == ALL
+    # No longer pinned: no longer tied to its old node's memory either (found in review).
+    assert (update.mems, update.previous_mems) == (cpus("0-1"), cpus("0"))
 
 
 def test_offline_pin_at_synchronize_is_a_problem_and_the_online_part_is_pinned() -> None:

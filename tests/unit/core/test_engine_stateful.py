@@ -212,8 +212,15 @@ class EngineLifecycle(RuleBasedStateMachine):
             self._assert_options_kept(placement, plan.moves)
         if placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER:
             wanted = int(cpus or 0)
-            # Kept where possible: a shrink is a subset, a growth a superset.
-            assert placement.cpus <= before.cpus or placement.cpus >= before.cpus
+            if "re-placed on whole cores" in plan.reason:
+                # Whole-core mode re-places a set from before it was on (by design): the new
+                # set is whole cores (checked above), and it was not whole cores before.
+                whole = all((core & self.topology.online) <= before.cpus
+                            for core in self.topology.cores_within(before.cpus))
+                assert self.settings.full_physical_cores and not whole
+            else:
+                # Kept where possible: a shrink is a subset, a growth a superset.
+                assert placement.cpus <= before.cpus or placement.cpus >= before.cpus
             assert len(placement.cpus) == wanted
         if placement.kind is Kind.ANNOTATED and before is not None \
                 and before.kind is Kind.ANNOTATED:

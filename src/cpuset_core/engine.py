@@ -8,6 +8,7 @@ when the runtime accepted all of them, so a failure leaves the ledger as it was.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import CPUSet
@@ -130,9 +131,7 @@ class CpusetEngine:
         if decision.kind is Kind.ANNOTATED:
             return self._plan_annotated(working, pod, container, subject, decision)
         if decision.kind is Kind.INTEGER:
-            reused = self._plan_reusing(working, pod, container, subject, decision)
-            return reused if reused is not None else self._plan_integer(
-                working, pod, container, subject, decision)
+            return self._plan_integer(working, pod, container, subject, decision)
         pool = shared_pool(self._topology, working.reserved, self._settings)
         if not pool:
             raise SharedPoolExhaustedError(subject, "every online CPU is pinned, exclusive or "
@@ -209,26 +208,6 @@ class CpusetEngine:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _plan_reusing(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
-                      subject: str, decision: Classification) -> Plan | None:
-        """Place an integer container on CPUs its own pod's completed containers left, when
-        they are still free and hold the whole request; ``None`` to allocate as usual. Called
-        before :meth:`_plan_integer`, which it does not change."""
-        choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
-                              free=exclusive_free(self._topology, working.reserved,
-                                                  self._settings),
-                              exclusive=working.exclusive, allocator=self._allocator,
-                              options=self._options())
-        if choice is None:
-            return None
-        reason = (f"{decision.reason}; reuses CPUs its pod's completed container(s) held: "
-                  f"{choice.describe()}")
-        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
-                      reason=reason)
-        return self._finish(working.with_entry(entry), container.id,
-                            Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
-
     def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
                         subject: str, decision: Classification) -> Plan:
         key = self._settings.pin_annotation
@@ -253,10 +232,8 @@ class CpusetEngine:
         result = working
         move_updates: list[ContainerUpdate] = []
         for move in moves:
-            moved = Entry(container_id=move.entry.container_id, subject=move.entry.subject,
-                          sandbox_id=move.entry.sandbox_id, kind=Kind.INTEGER, cpus=move.cpus,
-                          request=move.entry.request, reason=move.entry.reason)
-            result = result.without(move.entry.container_id).with_entry(moved)
+            moved = replace(move.entry, cpus=move.cpus)
+            result = result.with_entry(moved)  # replaces its entry
             move_updates.append(ContainerUpdate(
                 container_id=moved.container_id, subject=moved.subject, kind=Kind.INTEGER,
                 cpus=move.cpus, previous_cpus=move.entry.cpus,
@@ -276,13 +253,17 @@ class CpusetEngine:
         free = exclusive_free(self._topology, working.reserved, self._settings)
         if decision.request > len(free):
             raise InsufficientCpusError(subject, decision.request, len(free))
-        choice = self._choose(subject, decision.request, free, exclusive=working.exclusive)
-        reason = f"{decision.reason}; {choice.describe()}"
-        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.INTEGER, cpus=choice.cpus, request=decision.request,
-                      reason=reason)
-        return self._finish(working.with_entry(entry), container.id,
-                            Placement(kind=Kind.INTEGER, cpus=choice.cpus), reason)
+        # CPUs its own pod's completed containers left, when still free and enough: the app
+        # container lands where its init container warmed caches and memory (reuse.py).
+        choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
+                              free=free, exclusive=working.exclusive, allocator=self._allocator,
+                              options=self._options())
+        how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
+        if choice is None:
+            choice = self._choose(subject, decision.request, free, exclusive=working.exclusive)
+        return self._admit_integer(working, pod, container, request=decision.request,
+                                   cpus=choice.cpus,
+                                   reason=f"{decision.reason}; {how}{choice.describe()}")
 
     def _plan_integer_resize(self, pod: PodFacts, container: ContainerFacts,
                              decision: Classification, current: CPUSet) -> Plan:
@@ -317,9 +298,14 @@ class CpusetEngine:
                 ) from exc
             cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
                                                f"{choice.describe()}"
-        reason = f"{decision.reason}; {how}"
-        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.INTEGER, cpus=cpus, request=wanted, reason=reason)
+        return self._admit_integer(working, pod, container, request=wanted, cpus=cpus,
+                                   reason=f"{decision.reason}; {how}")
+
+    def _admit_integer(self, working: Ledger, pod: PodFacts, container: ContainerFacts, *,
+                       request: int, cpus: CPUSet, reason: str) -> Plan:
+        entry = Entry(container_id=container.id, subject=subject_of(pod, container),
+                      sandbox_id=pod.sandbox_id, kind=Kind.INTEGER, cpus=cpus, request=request,
+                      reason=reason)
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), reason)
 
@@ -337,9 +323,9 @@ class CpusetEngine:
 
     def _unchanged(self, container_id: str, reason: str) -> Plan:
         base = self._ledger
-        return Plan(base=base, result=base, shared_pool=self.shared_pool(),
-                    container_id=container_id, placement=self.placement(container_id),
-                    reason=reason)
+        pool = self.shared_pool()
+        return Plan(base=base, result=base, shared_pool=pool, container_id=container_id,
+                    placement=base.placement(container_id, pool), reason=reason)
 
     def _finish(self, result: Ledger, container_id: str | None,
                 placement: Placement | None, reason: str, *,
@@ -349,7 +335,9 @@ class CpusetEngine:
         # container being re-created: updates must name the true previous CPUs for rollback.
         before = self.shared_pool()
         after = shared_pool(self._topology, result.reserved, self._settings)
-        others = tuple(cid for cid in result.shared_ids() if cid != container_id)
+        others = result.shared
+        if container_id is not None and result.entries[container_id].kind is Kind.SHARED:
+            others = tuple(cid for cid in others if cid != container_id)
         # Refuse a change that empties the pool, or shrinks it below the operator's minimum.
         # One that finds it already there (a state a synchronize reported and could not avoid)
         # is not refused: a release must never fail.

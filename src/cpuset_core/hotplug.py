@@ -65,7 +65,7 @@ def _live(entry: Entry, pool_before: CPUSet) -> Live:
         decision = Classification(kind=Kind.INTEGER, request=entry.request, reason=entry.reason)
     else:
         decision = Classification(kind=Kind.SHARED, reason=entry.reason)
-    return Live(facts, None, entry.subject, decision)
+    return Live(facts, entry.subject, decision)
 
 
 def _online_rollback(update: ContainerUpdate, topology: Topology) -> ContainerUpdate:

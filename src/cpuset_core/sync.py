@@ -41,12 +41,16 @@ from cpuset_core.topology import Topology
 
 @dataclass(slots=True)
 class Live:
-    """A live container to place: its facts, its pod (if known) and its classification."""
+    """A live container to place: its facts and its classification."""
 
     facts: ContainerFacts
-    pod: PodFacts | None
     subject: str
     decision: Classification
+    current: CPUSet | None = field(init=False)
+    """The cpuset the runtime reports (``None``: unset), parsed once."""
+
+    def __post_init__(self) -> None:
+        self.current = parse_reported(self.facts.cpus)
 
 
 def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
@@ -117,7 +121,7 @@ def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
         problems.append(exc)
         decision = Classification(kind=Kind.SHARED, reason="pin not allowed in its namespace; "
                                                            "kept shared")
-    return Live(facts, pod, subject, decision)
+    return Live(facts, subject, decision)
 
 
 def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
@@ -163,13 +167,13 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
     # placed by us, so they are no evidence; the same transaction shrinks them to the pool.
     shared_claimed = CPUSet.union_of(
         claimed for i in shared
-        if (claimed := parse_reported(i.facts.cpus)) is not None and claimed != topology.online)
+        if (claimed := i.current) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
     options = AllocationOptions.from_settings(settings)
     pending: list[Live] = []
     halves: list[tuple[Live, CPUSet]] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
-        current = parse_reported(item.facts.cpus)
+        current = item.current
         if (current is None or len(current) != item.decision.request
                 or not current.isdisjoint(shared_claimed)):
             pending.append(item)
@@ -273,14 +277,14 @@ def _integer_entry(item: Live, cpus: CPUSet) -> Entry:
 def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
                  live: list[Live], source: str) -> tuple[ContainerUpdate, ...]:
     updates: list[ContainerUpdate] = []
+    every_node = topology.nodes_with_memory()
     for item in live:
         entry = result.entries[item.facts.id]
         target = pool if entry.kind is Kind.SHARED else entry.cpus
         if not target:
             continue  # an empty pool: nothing valid to move shared containers to
-        current = parse_reported(item.facts.cpus)
+        current = item.current
         current_mems = parse_reported(item.facts.mems)
-        every_node = topology.nodes_with_memory()
         mems = entry.mems
         if mems is None and current_mems is not None and current_mems != every_node:
             # A former pin (its namespace no longer allowed, or its CPUs gone) must not stay

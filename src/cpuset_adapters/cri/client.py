@@ -41,7 +41,6 @@ MAX_SHARES: Final = 262_144
 MIN_QUOTA: Final = 1_000
 
 
-
 class _Message(Protocol):
     """What the client needs of a protobuf message (google.protobuf ships no type stubs)."""
 

@@ -88,8 +88,6 @@ def make_simulate(topology_file: TopologyFile = _file_source) -> click.Command:
 simulate = make_simulate()
 
 
-
-
 def _read_topology(topology_file: TopologyFile, path: str) -> Topology:
     try:
         return topology_file(path).read_topology()

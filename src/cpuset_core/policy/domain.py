@@ -33,6 +33,11 @@ class Domain:
     """The NUMA node the domain lies in (itself for a node; 0 for a socket)."""
     socket_mask: int
 
+    def free_in(self, free: int) -> int:
+        """How many of ``free``'s CPUs lie in this domain."""
+        return (free & self.mask).bit_count()
+
+
 @dataclass(frozen=True, slots=True)
 class Take:
     mask: int
@@ -40,6 +45,7 @@ class Take:
     beside_exclusive: int
     cores_touched: int
     orphans: int
+
 
 def take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) -> Take:
     """Pick ``count`` threads from ``cores`` (bitmasks of online threads): whole free cores first,
@@ -86,6 +92,7 @@ def take_threads(cores: Sequence[int], free: int, count: int, exclusive: int) ->
             if not remaining:
                 break
     return Take(taken, splits, beside, touched, orphans)
+
 
 def _fit_rank(available: int, remaining: int) -> int:
     """Best fit: a core whose free threads cover the remainder exactly comes first, then ones

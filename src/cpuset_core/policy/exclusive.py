@@ -61,11 +61,13 @@ class Choice:
             parts.append(f"{self.splits} split core(s)")
         return f"{self.domain}: {', '.join(parts)}"
 
+
 def _choice(take: Take, domain: str) -> Choice:
     return Choice(cpus=CPUSet.from_mask(take.mask), domain=domain,
                   whole_cores=take.cores_touched - take.orphans - take.splits,
                   orphans=take.orphans, beside_exclusive=take.beside_exclusive,
                   splits=take.splits)
+
 
 class ExclusiveAllocator:
     """Allocation of exclusive CPUs on one topology; build once, call :meth:`take` per request."""
@@ -166,7 +168,7 @@ class ExclusiveAllocator:
         """Take from several NUMA nodes (``spanning.py``): the sockets that hold the request
         (else the whole machine) are the scopes; the best node set is laid out packed or
         spread as the options say."""
-        fitting = [s for s in self._sockets if (free & s.mask).bit_count() >= count]
+        fitting = [s for s in self._sockets if s.free_in(free) >= count]
         scopes = [[d for d in self._numa if d.socket == s.socket] for s in fitting] or \
             [list(self._numa)]
         found = best_node_set(scopes, free, count, exclusive, whole=options.whole_cores)
@@ -189,17 +191,18 @@ class ExclusiveAllocator:
 
 
 def _describe(domain: Domain, free: int) -> str:
-    available = (free & domain.mask).bit_count()
+    available = domain.free_in(free)
     if domain.level == 0:
         return (f"L3 group {CPUSet.from_mask(domain.mask)} of NUMA node {domain.node} "
                 f"(best fit, {available} free)")
     return f"NUMA node {domain.node} (best fit, {available} free)"
 
+
 def _best_fit(domains: Sequence[Domain], free: int, count: int, exclusive: int, *,
               whole: bool) -> tuple[Domain, Take] | None:
     best: tuple[tuple[int, ...], Domain, Take] | None = None
     for domain in domains:
-        available = (free & domain.mask).bit_count()
+        available = domain.free_in(free)
         if available < count:
             continue
         take = take_threads(domain.cores, free, count, exclusive)

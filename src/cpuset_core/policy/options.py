@@ -22,6 +22,7 @@ class AllocationOptions:
         return cls(whole_cores=settings.full_physical_cores, spanning=settings.spanning,
                    keep_free_numa_nodes=settings.keep_free_numa_nodes)
 
+
 DEFAULT_OPTIONS = AllocationOptions()
 
 

@@ -18,9 +18,6 @@ def best_node_set(scopes: Sequence[Sequence[Domain]], free: int, count: int, exc
                   whole: bool) -> tuple[list[Domain], Take] | None:
     """The best-ranked node set over ``scopes`` and its packed take; ``None`` when ``whole``
     (whole-core mode) rules every candidate out."""
-    def free_in(domain: Domain) -> int:
-        return (free & domain.mask).bit_count()
-
     best: tuple[tuple[int, ...], list[Domain], Take] | None = None
     for scope in scopes:
         for chosen in node_sets(scope, free, count):
@@ -31,7 +28,7 @@ def best_node_set(scopes: Sequence[Sequence[Domain]], free: int, count: int, exc
             if whole and (take.splits or take.orphans):
                 continue
             key = (take.splits, take.beside_exclusive, len(chosen), take.cores_touched,
-                   sum(free_in(d) for d in chosen), chosen[0].order)
+                   sum(d.free_in(free) for d in chosen), chosen[0].order)
             if best is None or key < best[0]:
                 best = (key, chosen, take)
     return None if best is None else (best[1], best[2])
@@ -41,8 +38,11 @@ def node_sets(scope: Sequence[Domain], free: int, count: int) -> list[list[Domai
     """Candidate node sets in ``scope`` holding ``count`` free CPUs: nodes gathered by
     whole-core capacity (then free CPUs), with and without the last node swapped for the
     tightest one that still covers the rest."""
+    # Free counts looked up many times in the sort keys and loops below: computed once.
+    counts = {id(d): d.free_in(free) for d in scope}
+
     def free_in(domain: Domain) -> int:
-        return (free & domain.mask).bit_count()
+        return counts[id(domain)]
 
     def whole(domain: Domain) -> int:
         return sum(c.bit_count() for c in domain.cores if c & free == c)
@@ -69,13 +69,14 @@ def node_sets(scope: Sequence[Domain], free: int, count: int) -> list[list[Domai
             candidates.append([*chosen[:-1], tight])
     return candidates
 
+
 def spread_take(nodes: Sequence[Domain], free: int, count: int, exclusive: int,
                  unit: int) -> Take:
     """Take ``count`` CPUs from ``nodes`` in shares as even as whole cores allow: every node
     gets the same number of cores' worth (``unit`` threads each), the remainder going to the
     nodes with the most free CPUs, each share capped by what the node has free."""
     unit = max(unit, 1)
-    capacity = [(free & node.mask).bit_count() for node in nodes]
+    capacity = [node.free_in(free) for node in nodes]
     shares = [0] * len(nodes)
     remaining = count
     # Water-filling in whole-core units (then single threads for a remainder below a unit):

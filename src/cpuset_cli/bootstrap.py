@@ -77,7 +77,10 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         status_socket, settings = runtime.status_socket or None, to_settings(config.current)
         listen = config.current.observability.listen
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
-    engine = build_engine(topology_source, settings)
+    # With a configuration, the engine runs on the topology it was checked against (read
+    # once at start); the source is still what the hotplug watcher re-reads.
+    engine = (CpusetEngine(config.topology, settings) if config is not None
+              else build_engine(topology_source, settings))
     metrics = PluginMetrics(request_timeout)
     pusher = UpdatePusher(engine, observer=metrics)
     handler = CpusetNriHandler(engine, pusher, observer=metrics)

@@ -69,7 +69,7 @@ def _wait_for(check: Callable[[], bool], log: Path, timeout: float = 20.0) -> No
 
 def _play(topology: Topology, lab: LabContainerd, cri: CriClient,
           echo: Callable[[str], None]) -> int:
-    shadow = _Shadow()
+    shadow = _Shadow(topology)
     pods: dict[str, str] = {}
     live: dict[str, tuple[str, str]] = {}  # scenario container id -> (CRI id, label)
     mismatches = 0
@@ -148,10 +148,11 @@ class _Shadow:
     the scenario's later steps pick CPUs that earlier ones placed, and every real placement is
     compared with the dry run's."""
 
-    def __init__(self) -> None:
+    def __init__(self, topology: Topology) -> None:
+        from cpuset_adapters.fake_topology import StaticTopologySource  # noqa: PLC0415
         from cpuset_cli import bootstrap  # noqa: PLC0415
 
-        self.dry_run = bootstrap.build_dry_run(bootstrap.sysfs_topology())
+        self.dry_run = bootstrap.build_dry_run(StaticTopologySource(topology))
 
     def admits(self, pod: PodFacts, container: ContainerFacts) -> bool:
         try:

@@ -81,8 +81,8 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
             fail(f"error: {message}")
         return EXIT_BAD_INPUT
     try:
-        # The sysfs source itself (not the topology read above): the daemon watches it for
-        # CPUs going on- or offline.
+        # The sysfs source (the engine takes the topology `live` was checked against): the
+        # daemon watches it for CPUs going on- or offline.
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(request.sysfs_root),
                                         environ=request.environ, name=request.plugin_name,
                                         index=request.plugin_index, config=live)

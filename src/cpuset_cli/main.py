@@ -9,8 +9,7 @@ from pathlib import Path
 import click
 
 from cpuset_cli import bootstrap, launcher
-
-EXIT_BAD_INPUT = 2
+from cpuset_cli.commands.bad_input import fail
 
 
 def _version() -> str:
@@ -133,8 +132,7 @@ def install_launcher(ctx: click.Context, /, plugin_dir: str, plugin_name: str,
     try:
         validate_identity(plugin_name, plugin_index)
     except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(str(exc))
     explicit = ctx.get_parameter_source("cri_socket") is click.core.ParameterSource.COMMANDLINE
     path = launcher.install(Path(plugin_dir), name=plugin_name, index=plugin_index,
                             python=sys.executable, log_file=log_file, sysfs_root=sysfs_root,

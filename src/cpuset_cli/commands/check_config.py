@@ -8,10 +8,8 @@ from pathlib import Path
 import click
 
 from cpuset_cli import bootstrap
+from cpuset_cli.commands.bad_input import EXIT_BAD_INPUT, fail
 from cpuset_core import TopologyError
-
-EXIT_OK = 0
-EXIT_INVALID = 2
 
 
 @click.command("check-config")
@@ -44,12 +42,11 @@ def check_config(config_path: str, sysfs_root: str, preinstalled: bool) -> None:
         topology = bootstrap.sysfs_topology(sysfs_root).read_topology()
         config = load_file(config_path, topology)
     except (ConfigError, TopologyError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_INVALID)
+        fail(str(exc))
     findings = run_checks(config, launched_by_runtime=preinstalled,
                           containerd_config=Path("/etc/containerd/config.toml"))
     for finding in findings:
         click.echo(f"{'error' if finding.fatal else 'warning'}: {finding.message}", err=True)
     if any(f.fatal for f in findings):
-        sys.exit(EXIT_INVALID)
+        sys.exit(EXIT_BAD_INPUT)
     click.echo(f"{config_path}: valid for this machine (online CPUs {topology.online})")

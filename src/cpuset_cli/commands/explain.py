@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
 from cpuset_cli import state_view
-
-EXIT_BAD_INPUT = 2
+from cpuset_cli.commands.bad_input import fail
 
 
 @click.command()
@@ -29,17 +26,14 @@ def explain(container: str, status_socket: str) -> None:
     try:
         view = state_view.decode(read_status(status_socket))
     except (OSError, ValueError) as exc:
-        click.echo(f"error: cannot read the daemon's state from {status_socket}: {exc}",
-                   err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"cannot read the daemon's state from {status_socket}: {exc}")
     matches = [c for c in view.containers
                if container in (c.id, c.subject) or c.subject.endswith(f"/{container}")
                or (len(container) >= 4 and c.id.startswith(container))]
     if len(matches) != 1:
         names = ", ".join(f"{c.subject} ({c.id[:12]})" for c in matches)
         problem = f"matches {len(matches)} containers: {names}" if matches else "matches nothing"
-        click.echo(f"error: {container!r} {problem}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{container!r} {problem}")
     (found,) = matches
     click.echo(f"{found.subject} ({found.id})")
     click.echo(f"  kind:  {found.kind}")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
 from cpuset_cli import render, state_view
-
-EXIT_UNREACHABLE = 2
+from cpuset_cli.commands.bad_input import fail
 
 
 @click.command()
@@ -31,12 +28,10 @@ def inspect(status_socket: str, output: str) -> None:
         data = read_status(status_socket)
         view = state_view.decode(data)
     except OSError as exc:
-        click.echo(f"error: cannot read the daemon's state from {status_socket}: {exc}"
-                   " (is `nri-cpuset run` running, and are you root?)", err=True)
-        sys.exit(EXIT_UNREACHABLE)
+        fail(f"cannot read the daemon's state from {status_socket}: {exc}"
+             " (is `nri-cpuset run` running, and are you root?)")
     except ValueError as exc:
-        click.echo(f"error: {status_socket}: {exc}", err=True)
-        sys.exit(EXIT_UNREACHABLE)
+        fail(f"{status_socket}: {exc}")
     if output == "json":
         click.echo(data.decode().rstrip())
         return

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from cpuset_cli import bootstrap
+from cpuset_cli.commands.bad_input import fail
 from cpuset_core import Topology, TopologyError
-
-EXIT_BAD_INPUT: Final = 2
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,5 +46,4 @@ def read_topology(sysfs_root: str | None, topology_file: str | None) -> Topology
     try:
         return source.read_topology()
     except TopologyError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(str(exc))

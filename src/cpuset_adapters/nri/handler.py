@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from cpuset_adapters.nri import translate
-from cpuset_adapters.nri.decision_log import decision, short_id
+from cpuset_adapters.nri.decision_log import decision, mems_text, short_id
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
@@ -50,6 +50,7 @@ from cpuset_core import (
     violations,
 )
 from cpuset_core.drift import DriftReport, assess
+from cpuset_core.model import subject_of
 
 _log = logging.getLogger("nri_cpuset.decisions")
 
@@ -150,11 +151,7 @@ class CpusetNriHandler:
         for change in plan.moves:
             self._remember(change.container_id, f"corrected at {source}: "
                                                 f"{change.previous_cpus} -> {change.cpus}")
-        for problem in plan.problems:
-            _log.warning("%s: %s (%s)", source, problem, problem.reason)
-        for broken in violations(self._engine.topology, self._engine.ledger,
-                                 self._engine.settings):
-            _log.error("%s: invariant %s", source, broken)
+        self._report(plan, source)
         self._pusher.reset()
         _log.info("synchronized %d pod(s), %d container(s) from %s: %d correction(s), shared "
                   "pool %s", len(pods), len(containers), source, len(plan.updates),
@@ -185,11 +182,7 @@ class CpusetNriHandler:
         for change in plan.moves:
             self._remember(change.container_id, f"moved at topology change: "
                                                 f"{change.previous_cpus} -> {change.cpus}")
-        for problem in plan.problems:
-            _log.warning("topology change: %s (%s)", problem, problem.reason)
-        for broken in violations(self._engine.topology, self._engine.ledger,
-                                 self._engine.settings):
-            _log.error("topology change: invariant %s", broken)
+        self._report(plan, "topology change")
         _log.warning("online CPUs %s -> %s: %d live update(s), shared pool %s", before,
                      topology.online, len(plan.updates), plan.shared_pool)
         return plan
@@ -230,12 +223,11 @@ class CpusetNriHandler:
                      mems=move.mems, reason=move.reason)
         if plan.moves:
             self._moved_by[container.id] = tuple(m.container_id for m in plan.moves)
-        subject = f"{pod.namespace}/{pod.name}/{container.name}"
-        mems = "default" if placement.mems is None else placement.mems
+        subject = subject_of(pod_facts, facts)
         decision(_log, logging.INFO,
                  f"admit {subject} id={short_id(container.id)} kind={placement.kind.value} "
-                 f"cpus={placement.cpus} mems={mems} reason={plan.reason}; {len(changes)} live "
-                 f"update(s)", action="admit", container=subject, container_id=container.id,
+                 f"cpus={placement.cpus} mems={mems_text(placement.mems)} "
+                 f"reason={plan.reason}; {len(changes)} live update(s)", action="admit", container=subject, container_id=container.id,
                  kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
                  reason=plan.reason)
         return translate.adjustment(placement), translate.updates(changes)
@@ -292,10 +284,8 @@ class CpusetNriHandler:
         return [*reasserted, *translate.updates(changes)]
 
     def on_remove_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
-        moved = self._moved_by.pop(container.id, ())
         plan = self._release(pod, container, "remove")
-        self._pusher.forget(container.id)
-        self._pusher.force(moved)
+        self._forget(container.id)
         self._pusher.mark_dirty(u.container_id for u in plan.updates)
 
     def _reassert_moves_of(self, container_id: str) -> list[pb.ContainerUpdate]:
@@ -320,9 +310,7 @@ class CpusetNriHandler:
         for cid in gone:
             self._history.pop(cid, None)
             self.updates_on_responses.pop(cid, None)
-            self._pusher.forget(cid)
-            # As at RemoveContainer: moves a failed creation made may never have been applied.
-            self._pusher.force(self._moved_by.pop(cid, ()))
+            self._forget(cid)
         self._pusher.mark_dirty(u.container_id for u in plan.updates)
         if gone:
             _log.info("release %d container(s) of pod %s/%s on %s: %s; shared pool %s",
@@ -336,6 +324,21 @@ class CpusetNriHandler:
         _log.warning("runtime connection lost; state is rebuilt at the next Synchronize")
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _report(self, plan: Plan, source: str) -> None:
+        """Log what a rebuild (synchronize, inventory, topology change) could not place as
+        asked, and any invariant the committed ledger breaks."""
+        for problem in plan.problems:
+            _log.warning("%s: %s (%s)", source, problem, problem.reason)
+        for broken in violations(self._engine.topology, self._engine.ledger,
+                                 self._engine.settings):
+            _log.error("%s: invariant %s", source, broken)
+
+    def _forget(self, container_id: str) -> None:
+        """The container is gone: the pusher drops it, and re-sends whatever its creation
+        moved (a failed creation's moves may never have been applied)."""
+        self._pusher.forget(container_id)
+        self._pusher.force(self._moved_by.pop(container_id, ()))
 
     def _release(self, pod: pb.PodSandbox, container: pb.Container, why: str) -> Plan:
         released = self._engine.placement(container.id)
@@ -357,13 +360,18 @@ class CpusetNriHandler:
         """Remember what an event response sets; ``moves`` of ``changes`` are moves (already
         logged as such), the rest are logged here at debug (one per container: shared-pool
         changes can touch every shared container)."""
+        # Checked once: a pool change touches every shared container, and the messages are
+        # not worth building when debug is off.
+        debug = _log.isEnabledFor(logging.DEBUG)
         for change in changes:
             self._pusher.record_applied(change.container_id, change.cpus, change.mems)
             self.updates_on_responses[change.container_id] += 1
+            if not debug:
+                continue
             decision(_log, logging.DEBUG,
                      f"update {change.subject} id={short_id(change.container_id)} "
                      f"kind={change.kind.value} cpus={change.cpus} "
-                     f"mems={'default' if change.mems is None else change.mems} "
+                     f"mems={mems_text(change.mems)} "
                      f"reason={change.reason}", action="update", container=change.subject,
                      container_id=change.container_id, kind=change.kind, cpus=change.cpus,
                      mems=change.mems, reason=change.reason)

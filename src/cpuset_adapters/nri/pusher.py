@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from cpuset_adapters.nri import translate
-from cpuset_adapters.nri.decision_log import decision
+from cpuset_adapters.nri.decision_log import decision, mems_text, short_id
 from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import CPUSet, CpusetEngine
@@ -164,16 +164,18 @@ class UpdatePusher:
 
     def _log_sent(self, cid: str, cpus: CPUSet, mems: CPUSet | None) -> None:
         # One event per container at debug; the batch line names them all at info.
+        if not _log.isEnabledFor(logging.DEBUG):
+            return
         entry = self._engine.ledger.get(cid)
         subject = entry.subject if entry is not None else "?/?/?"
-        mems_text = "default" if mems is None else str(mems)
         decision(_log, logging.DEBUG,
-                 f"update {subject} id={cid[:12]} kind={entry.kind.value if entry else ''} "
-                 f"cpus={cpus} mems={mems_text} reason=background update", action="update",
+                 f"update {subject} id={short_id(cid)} kind={entry.kind.value if entry else ''} "
+                 f"cpus={cpus} mems={mems_text(mems)} reason=background update", action="update",
                  container=subject, container_id=cid, kind=entry.kind if entry else None,
                  cpus=cpus, mems=mems, reason="background update")
 
     def _subjects(self, batch: Sequence[pb.ContainerUpdate]) -> str:
         entries = self._engine.ledger.entries
-        return ", ".join(f"{entries[u.container_id].subject} ({u.container_id[:12]})"
-                         if u.container_id in entries else u.container_id[:12] for u in batch)
+        return ", ".join(f"{entries[u.container_id].subject} ({short_id(u.container_id)})"
+                         if u.container_id in entries else short_id(u.container_id)
+                         for u in batch)

@@ -227,9 +227,9 @@ class CpusetNriHandler:
         decision(_log, logging.INFO,
                  f"admit {subject} id={short_id(container.id)} kind={placement.kind.value} "
                  f"cpus={placement.cpus} mems={mems_text(placement.mems)} "
-                 f"reason={plan.reason}; {len(changes)} live update(s)", action="admit", container=subject, container_id=container.id,
-                 kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
-                 reason=plan.reason)
+                 f"reason={plan.reason}; {len(changes)} live update(s)", action="admit",
+                 container=subject, container_id=container.id, kind=placement.kind,
+                 cpus=placement.cpus, mems=placement.mems, reason=plan.reason)
         return translate.adjustment(placement), translate.updates(changes)
 
     def on_update_container(self, pod: pb.PodSandbox, container: pb.Container,

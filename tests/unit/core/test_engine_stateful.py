@@ -217,7 +217,8 @@ class EngineLifecycle(RuleBasedStateMachine):
                 # set is whole cores (checked above), and it was not whole cores before.
                 whole = all((core & self.topology.online) <= before.cpus
                             for core in self.topology.cores_within(before.cpus))
-                assert self.settings.full_physical_cores and not whole
+                assert self.settings.full_physical_cores
+                assert not whole
             else:
                 # Kept where possible: a shrink is a subset, a growth a superset.
                 assert placement.cpus <= before.cpus or placement.cpus >= before.cpus

@@ -58,12 +58,25 @@ def adjustment(placement: Placement) -> pb.ContainerAdjustment:
 
 def container_update(container_id: str, cpus: CPUSet, mems: CPUSet | None) -> pb.ContainerUpdate:
     """A live cpuset change of one existing container."""
+    return _update(container_id, _cpu(cpus, mems))
+
+
+def _update(container_id: str, cpu: pb.LinuxCPU) -> pb.ContainerUpdate:
+    # The message copies ``cpu``: one LinuxCPU may serve many updates.
     return pb.ContainerUpdate(container_id=container_id, linux=pb.LinuxContainerUpdate(
-        resources=pb.LinuxResources(cpu=_cpu(cpus, mems))))
+        resources=pb.LinuxResources(cpu=cpu)))
 
 
 def updates(changes: Iterable[ContainerUpdate]) -> list[pb.ContainerUpdate]:
-    return [container_update(u.container_id, u.cpus, u.mems) for u in changes]
+    # A shared-pool change gives every shared container the same cpuset: format it once.
+    cpu: dict[tuple[CPUSet, CPUSet | None], pb.LinuxCPU] = {}
+    result = []
+    for change in changes:
+        key = (change.cpus, change.mems)
+        if key not in cpu:
+            cpu[key] = _cpu(change.cpus, change.mems)
+        result.append(_update(change.container_id, cpu[key]))
+    return result
 
 
 def response_order(plan: Plan) -> list[ContainerUpdate]:

@@ -73,11 +73,11 @@ class LiveConfig:
     """The file's last good document; ``None`` while the (default) file does not exist."""
     runtime_document: Document = attrs.field(factory=dict)
     engine: CpusetEngine | None = None
+    """Attached by the composition root; live keys are applied to it."""
     set_log_level: Callable[[str], None] = attrs.field(default=lambda level: logging.getLogger()
                                                        .setLevel(level.upper()))
     """How a reload applies ``observability.log_level`` (``run`` hands in the SIGUSR1 toggle's,
     so the toggle returns to the reloaded level)."""
-    """Attached by the composition root; live keys are applied to it."""
     replace_engine: Callable[[Settings], CpusetEngine | None] | None = None
     """Attached by the composition root: a new engine with these settings in place of
     ``engine``, or ``None`` once a decision was made (then only live keys may change)."""

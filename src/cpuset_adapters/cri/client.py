@@ -490,14 +490,6 @@ class CriClient:
                          ready=status.state == pb.SANDBOX_READY,
                          annotations=dict(status.annotations), info=_decode_info(resp.info))
 
-    def remove_all_pods(self) -> int:
-        """Stop and remove every pod sandbox (and so every container); returns how many."""
-        pods = self.list_pods()
-        for pod in pods:
-            self.stop_pod(pod.id)
-            self.remove_pod(pod.id)
-        return len(pods)
-
     @contextmanager
     def pod(
         self,
@@ -672,8 +664,3 @@ class CriClient:
             "ImageService", "ImageStatus", pb.ImageStatusRequest(image=pb.ImageSpec(image=image)),
             pb.ImageStatusResponse)
         return resp.image if resp.HasField("image") else None
-
-    def list_images(self) -> list[pb.Image]:
-        resp = self._call("ImageService", "ListImages", pb.ListImagesRequest(),
-                          pb.ListImagesResponse)
-        return list(resp.images)

@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -402,9 +403,7 @@ class LabContainerd:
                     parents.add(parent)
             client.stop_pod(pod.id)
             client.remove_pod(pod.id)
-        for parent in sorted(parents, key=len, reverse=True):
-            depth = len([part for part in parent.split("/") if part])
-            cgroups.remove_cgroup(parent, parents=depth - 1)
+        for parent in _remove_pod_cgroups(parents):
             if not cgroups.cgroup_dir(parent).exists():
                 client.cgroup_parents.discard(parent)
         return len(pods)
@@ -433,9 +432,7 @@ class LabContainerd:
             subprocess.run(["umount", "-l", mount_point], capture_output=True,  # noqa: S607,S603
                            check=False, timeout=30)
         if self._client is not None:
-            for parent in sorted(self._client.cgroup_parents, key=len, reverse=True):
-                depth = len([part for part in parent.split("/") if part])
-                cgroups.remove_cgroup(parent, parents=depth - 1)
+            _remove_pod_cgroups(self._client.cgroup_parents)
 
     def _mounts_under_workdir(self) -> list[str]:
         prefix = str(self.workdir) + "/"
@@ -457,3 +454,13 @@ class LabContainerd:
             return "(no containerd log)"
         tail = text.splitlines()[-lines:]
         return f"--- last {len(tail)} lines of {self.log_path}:\n" + "\n".join(tail)
+
+
+def _remove_pod_cgroups(parents: Iterable[str]) -> list[str]:
+    """Remove pod cgroup parents, deepest first, with the empty tiers above them (but not the
+    root); return the parents in the order tried."""
+    ordered = sorted(parents, key=len, reverse=True)
+    for parent in ordered:
+        depth = len([part for part in parent.split("/") if part])
+        cgroups.remove_cgroup(parent, parents=depth - 1)
+    return ordered

@@ -44,9 +44,9 @@ class UpdatePusher:
         self.failures = 0
         self.sent_per_container: Counter[str] = Counter()
         self._generation = 0
+        """Bumped by :meth:`reset`: results of a send started before it are discarded."""
         self._in_flight: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         """What the batch being sent sets, per container (filled by :meth:`take_batch`)."""
-        """Bumped by :meth:`reset`: results of a send started before it are discarded."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a
@@ -131,9 +131,10 @@ class UpdatePusher:
                 self._observer.update_batch("failed", len(batch))
                 _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
                              self._subjects(batch), exc, backoff)
-                for cid in translate.ids(batch):
+                failed = translate.ids(batch)
+                for cid in failed:
                     self._in_flight.pop(cid, None)
-                self.mark_dirty(translate.ids(batch))
+                self.mark_dirty(failed)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
                 continue

@@ -18,10 +18,6 @@ from cpuset_adapters.listen_address import parse_listen as parse_address
 
 _log = logging.getLogger("nri_cpuset.http")
 
-DEFAULT_LISTEN = "127.0.0.1:9477"
-"""Loopback only by default: metrics name nothing secret, but exposing them is the operator's
-choice."""
-
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 

@@ -61,7 +61,6 @@ from cpuset_cli.metrics import (
     SplitCoreTracker,
 )
 from cpuset_cli.simulate import (
-    PERIOD,
     AddEvent,
     DelEvent,
     Event,
@@ -69,16 +68,15 @@ from cpuset_cli.simulate import (
     Rejected,
     Result,
     Simulation,
+    facts_for,
     parse_trace,
     replay,
 )
 from cpuset_core import (
     EMPTY,
     AdmissionError,
-    ContainerFacts,
     CPUSet,
     CpusetEngine,
-    PodFacts,
     Settings,
     Spanning,
     Topology,
@@ -449,19 +447,7 @@ class EngineStepper:
         if isinstance(event, DelEvent):
             engine.commit(engine.plan_release(str(event.id)))
             return
-        ident = str(event.id)
-        if event.pinned is not None:
-            pod = PodFacts(sandbox_id=ident, namespace="bench", name=ident, uid=ident,
-                           annotations={engine.settings.pin_annotation: event.pinned.format()},
-                           cgroup_parent=f"/kubepods/burstable/pod{ident}")
-            facts = ContainerFacts(id=ident, sandbox_id=ident, name="main")
-        else:
-            assert event.request is not None
-            pod = PodFacts(sandbox_id=ident, namespace="bench", name=ident, uid=ident,
-                           cgroup_parent=f"/kubepods/pod{ident}")
-            facts = ContainerFacts(id=ident, sandbox_id=ident, name="main",
-                                   cpu_shares=event.request * 1024,
-                                   cpu_quota=event.request * PERIOD, cpu_period=PERIOD)
+        pod, facts = facts_for(event, engine.settings)  # as `simulate` replays it
         with contextlib.suppress(AdmissionError):  # a rejected add changes nothing
             engine.commit(engine.plan_create(pod, facts))
 

@@ -227,7 +227,9 @@ def _kind(value: object) -> str:
 # -- replaying ---------------------------------------------------------------------------------
 
 
-def _facts(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerFacts]:
+def facts_for(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerFacts]:
+    """The pod and container an ``add`` event stands for (a pinned pod, or a Guaranteed pod
+    asking for ``request`` whole CPUs)."""
     name = f"c{event.id}"
     container_id = str(event.id)
     if event.pinned is not None:
@@ -259,7 +261,7 @@ def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | 
     for done, event in enumerate(events, start=1):
         before = engine.ledger
         if isinstance(event, AddEvent):
-            pod, facts = _facts(event, engine.settings)
+            pod, facts = facts_for(event, engine.settings)
             free = (exclusive_free(topology, before.reserved, engine.settings)
                     if event.integer else None)
             start = clock()

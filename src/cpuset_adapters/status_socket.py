@@ -15,7 +15,9 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-DEFAULT_STATUS_SOCKET = "/run/nri-cpuset/status.sock"
+from cpuset_adapters import default_paths
+
+DEFAULT_STATUS_SOCKET = default_paths.STATUS_SOCKET
 MAX_STATUS_BYTES = 64 * 2**20
 
 

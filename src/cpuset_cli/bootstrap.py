@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cpuset_adapters import default_paths
 from cpuset_adapters.fake import FakeHost, FakeRuntime
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
@@ -40,7 +41,7 @@ def build_dry_run(topology_source: TopologySource,
 
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,
-                 index: str, socket_path: str = "/var/run/nri/nri.sock",
+                 index: str, socket_path: str = default_paths.NRI_SOCKET,
                  cri_socket: str | None = None, status_socket: str | None = None,
                  settings: Settings | None = None, listen: str | None = None,
                  request_timeout: float = 2.0, config: LiveConfig | None = None,

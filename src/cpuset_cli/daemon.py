@@ -9,6 +9,7 @@ import signal
 from collections import Counter
 from dataclasses import dataclass, field
 
+from cpuset_adapters import default_paths
 from cpuset_adapters.config import Observability
 from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler
@@ -35,7 +36,7 @@ from cpuset_core.drift import assess
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
-DEFAULT_CRI_SOCKET = "/run/containerd/containerd.sock"
+DEFAULT_CRI_SOCKET = default_paths.CRI_SOCKET
 INVENTORY_ATTEMPTS = 60
 
 

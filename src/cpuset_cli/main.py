@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cpuset_adapters import default_paths
 from cpuset_cli import bootstrap, launcher
 from cpuset_cli.commands.bad_input import fail
 
@@ -46,7 +47,7 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="TOML configuration file (must exist); without it, "
                    "/etc/nri-cpuset/config.toml if it exists, else the built-in defaults.")
-@click.option("--nri-socket", default="/var/run/nri/nri.sock", show_default=True,
+@click.option("--nri-socket", default=default_paths.NRI_SOCKET, show_default=True,
               help="The runtime's NRI socket (ignored when the runtime started the plugin). "
                    "Overrides runtime.nri_socket.")
 @click.option("--plugin-name", default="nri-cpuset", show_default=True)
@@ -56,11 +57,11 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
               type=click.Path(exists=True, file_okay=False))
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True, help="Overrides observability.log_level.")
-@click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
+@click.option("--cri-socket", default=default_paths.CRI_SOCKET, show_default=True,
               help="containerd's CRI socket: a pre-installed plugin on containerd 1.7 (which "
                    "never synchronizes it) reads the running containers there. Overrides "
                    "runtime.cri_socket.")
-@click.option("--status-socket", default="/run/nri-cpuset/status.sock", show_default=True,
+@click.option("--status-socket", default=default_paths.STATUS_SOCKET, show_default=True,
               help="Root-only unix socket serving the live state to `inspect` (\"\" disables). "
                    "Overrides runtime.status_socket.")
 @click.option("--listen", default="127.0.0.1:9477", show_default=True, metavar="HOST:PORT",
@@ -71,7 +72,8 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
                                       "Overrides observability.log_format.")
 @click.option("--allow-static-cpu-manager", is_flag=True,
               help="Start even though the kubelet's static CPU manager is active.")
-@click.option("--containerd-config", default="/etc/containerd/config.toml", show_default=True,
+@click.option("--containerd-config", default=default_paths.CONTAINERD_CONFIG,
+              show_default=True,
               help="Read (if readable) to tell why the NRI socket is missing.")
 @click.pass_context
 def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin_index: str,
@@ -107,7 +109,7 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
 @click.option("--log-file", default="/var/log/nri-cpuset.log", show_default=True,
               help="Where the pre-installed plugin logs (the runtime discards its output).")
 @click.option("--sysfs-root", default="/sys", show_default=True)
-@click.option("--cri-socket", default="/run/containerd/containerd.sock", show_default=True,
+@click.option("--cri-socket", default=default_paths.CRI_SOCKET, show_default=True,
               help="containerd's CRI socket (read once at start on containerd 1.7); written "
                    "into the launcher when given, else runtime.cri_socket applies.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),

@@ -20,9 +20,10 @@ from typing import Final
 
 import attrs
 
+from cpuset_adapters import default_paths
 from cpuset_adapters.config import Config
 
-DEFAULT_CONTAINERD_CONFIG: Final = "/etc/containerd/config.toml"
+DEFAULT_CONTAINERD_CONFIG: Final = default_paths.CONTAINERD_CONFIG
 NRI_SECTION: Final = 'plugins."io.containerd.nri.v1.nri"'
 
 ENABLE_NRI: Final = (

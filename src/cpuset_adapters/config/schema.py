@@ -10,9 +10,10 @@ from typing import Final
 
 import attrs
 
+from cpuset_adapters import default_paths
 from cpuset_core import DEFAULT_PIN_ANNOTATION
 
-DEFAULT_PATH: Final = "/etc/nri-cpuset/config.toml"
+DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_FORMATS: Final = ("json", "console")
@@ -46,12 +47,12 @@ class Cpus:
 class Runtime:
     """``[runtime]``: where the runtime's sockets are, and the kubelet CPU manager guard."""
 
-    nri_socket: str = "/var/run/nri/nri.sock"
-    cri_socket: str = "/run/containerd/containerd.sock"
-    status_socket: str = "/run/nri-cpuset/status.sock"
+    nri_socket: str = default_paths.NRI_SOCKET
+    cri_socket: str = default_paths.CRI_SOCKET
+    status_socket: str = default_paths.STATUS_SOCKET
     """``""`` disables the status socket."""
     allow_static_cpu_manager: bool = False
-    kubelet_cpu_manager_state: str = "/var/lib/kubelet/cpu_manager_state"
+    kubelet_cpu_manager_state: str = default_paths.KUBELET_CPU_MANAGER_STATE
 
 
 @attrs.frozen(kw_only=True)

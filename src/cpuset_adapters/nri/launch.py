@@ -11,7 +11,9 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-DEFAULT_SOCKET_PATH = "/var/run/nri/nri.sock"
+from cpuset_adapters import default_paths
+
+DEFAULT_SOCKET_PATH = default_paths.NRI_SOCKET
 
 _NAME = re.compile(r"[a-zA-Z0-9_.+-]+")
 _INDEX = re.compile(r"[0-9][0-9]")

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
+from cpuset_adapters import default_paths
 from cpuset_cli import bootstrap
 from cpuset_cli.commands.bad_input import EXIT_BAD_INPUT, fail
 from cpuset_core import TopologyError
 
 
 @click.command("check-config")
-@click.option("--config", "config_path", metavar="FILE", default="/etc/nri-cpuset/config.toml",
+@click.option("--config", "config_path", metavar="FILE", default=default_paths.CONFIG_FILE,
               show_default=True, type=click.Path(dir_okay=False),
               help="The configuration file to check (it must exist).")
 @click.option("--sysfs-root", default="/sys", show_default=True,
@@ -44,7 +45,7 @@ def check_config(config_path: str, sysfs_root: str, preinstalled: bool) -> None:
     except (ConfigError, TopologyError) as exc:
         fail(str(exc))
     findings = run_checks(config, launched_by_runtime=preinstalled,
-                          containerd_config=Path("/etc/containerd/config.toml"))
+                          containerd_config=Path(default_paths.CONTAINERD_CONFIG))
     for finding in findings:
         click.echo(f"{'error' if finding.fatal else 'warning'}: {finding.message}", err=True)
     if any(f.fatal for f in findings):

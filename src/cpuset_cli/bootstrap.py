@@ -117,7 +117,7 @@ def topology_source(sysfs_root: str | None, topology_file: str | None) -> Topolo
     if sysfs_root is not None and topology_file is not None:
         raise ValueError("--sysfs-root and --topology are mutually exclusive")
     if topology_file is not None:
-        # Imported here: the daemon reads sysfs and never pays for cattrs.
+        # Imported here: only --topology needs the file format (the daemon reads sysfs).
         from cpuset_adapters.topology_file import TopologyFileSource  # noqa: PLC0415
 
         return TopologyFileSource(topology_file)

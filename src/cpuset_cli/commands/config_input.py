@@ -28,7 +28,7 @@ def read_settings(config_file: str | None, topology: Topology) -> Settings:
     without a file. An invalid or missing file: every problem on stderr, exit code 2."""
     if config_file is None:
         return Settings()
-    # Imported here: only a dry run with a file pays for cattrs and the schema.
+    # Imported here: only a dry run with a file needs the configuration package.
     from cpuset_adapters.config import ConfigError, load_file, to_settings  # noqa: PLC0415
 
     try:

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import click
 
 from cpuset_adapters.fake_topology import StaticTopologySource
-from cpuset_cli import bootstrap, demo, plan_view, render
+from cpuset_cli import bootstrap, demo, plan_view, render, state_view
 from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.commands.topology_input import read_topology, source_name, topology_options
 from cpuset_cli.pods import PodsInputError, PodSpec, load_pods
 from cpuset_core import AdmissionError, CpusetError, Plan, Topology
-
-if TYPE_CHECKING:
-    from cpuset_cli.state_view import StateView
 
 EXIT_OK: Final = 0
 EXIT_REJECTED: Final = 3
@@ -91,9 +88,7 @@ def _read_pods(pods_file: str) -> tuple[PodSpec, ...]:
     return read_input(pods_file, load_pods, (PodsInputError,))
 
 
-def _read_state(state_file: str) -> StateView:
-    from cpuset_cli import state_view  # noqa: PLC0415 - pulls in cattrs
-
+def _read_state(state_file: str) -> state_view.StateView:
     try:
         with open(state_file, "rb") as f:
             return state_view.decode(f.read())

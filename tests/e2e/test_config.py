@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from tests.e2e.test_plugin import (
     SRC,
     Plugin,
     actual,
+    cli,
     cpus,
     integer,
     needs_two_cpus,
@@ -89,10 +88,8 @@ def test_an_invalid_config_stops_the_start_with_exit_2_naming_key_and_value(
         lab: LabContainerd, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[cpus]\nreserved = "0-x"\n[pinning]\nnamespaces = ["ok", ""]\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "cpuset_cli", "run", "--config", str(bad), "--nri-socket",
-         str(lab.nri_socket), "--status-socket", ""], capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": SRC}, timeout=60, check=False)
+    result = cli("run", "--config", str(bad), "--nri-socket", str(lab.nri_socket),
+                 "--status-socket", "", check=False)
     assert result.returncode == 2, result.stderr
     assert f"invalid configuration {bad} (2 problems)" in result.stderr
     assert 'pinning.namespaces[1] = "": empty pattern' in result.stderr
@@ -157,9 +154,8 @@ def test_the_preinstalled_launcher_runs_with_its_config_file_and_drop_in(tmp_pat
     (drop_ins / "99-nri-cpuset.conf").write_text(f'[cpus]\nreserved = "{ONLINE.first()}"\n')
     own = LabContainerd(tmp_path / "lab", installation=find_installation(),
                         nri_plugin_path=plugins, nri_plugin_config_path=drop_ins)
-    subprocess.run([sys.executable, "-m", "cpuset_cli", "install-launcher", "--plugin-dir",
-                    str(plugins), "--log-file", str(log), "--cri-socket", str(own.cri_address),
-                    "--config", str(config)], check=True, env={**os.environ, "PYTHONPATH": SRC})
+    cli("install-launcher", "--plugin-dir", str(plugins), "--log-file", str(log),
+        "--cri-socket", str(own.cri_address), "--config", str(config))
     launcher = plugins / "99-nri-cpuset"
     launcher.write_text(launcher.read_text().replace("exec ", f"PYTHONPATH={SRC} exec ", 1))
     try:

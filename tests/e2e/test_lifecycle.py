@@ -13,13 +13,8 @@ choice while the init container runs and is gone when the app container is creat
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,9 +24,9 @@ from cpuset_adapters.machines import THIS_MACHINE_LIKE, write_sysfs_tree
 from cpuset_core.cpuset import CPUSet
 from tests.e2e.test_plugin import (
     ONLINE,
-    SRC,
     Plugin,
     cpus,
+    inspect_state,
     integer,
     needs_two_cpus,
     plugin,
@@ -43,14 +38,6 @@ from tests.e2e.test_plugin import (
 __all__ = ["plugin"]  # the fixture, imported so pytest finds it here
 
 pytestmark = pytest.mark.e2e
-
-
-def inspect(running: Plugin) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket", str(running.status),
-         "-o", "json"], capture_output=True, check=True, env={**os.environ, "PYTHONPATH": SRC})
-    state: dict[str, Any] = json.loads(result.stdout)
-    return state
 
 
 def run_to_completion(running: Plugin, cri: CriClient, lab: LabContainerd, pod_id: str,
@@ -106,13 +93,13 @@ def test_a_pod_removed_between_create_and_start_leaks_nothing(
         db = cri.run_pod("db", uid=uid, cgroup_parent=cgroup_parent(QosClass.GUARANTEED, uid))
         pg = cri.create_container(db, None, "pg", lab.image, resources=guaranteed(1, "64Mi"))
         assert len(cpus(cri, app)) == 1  # the unstarted container already holds its CPU
-        assert pg in {c["id"] for c in inspect(plugin)["containers"]}
+        assert pg in {c["id"] for c in inspect_state(plugin.status)["containers"]}
         cri.stop_pod(db)
         cri.remove_pod(db)
         wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool to grow back")
-        assert [c["id"] for c in inspect(plugin)["containers"]] == [app]
-    wait_until(lambda: inspect(plugin)["containers"] == [], "an empty ledger")
-    state = inspect(plugin)
+        assert [c["id"] for c in inspect_state(plugin.status)["containers"]] == [app]
+    wait_until(lambda: inspect_state(plugin.status)["containers"] == [], "an empty ledger")
+    state = inspect_state(plugin.status)
     assert state["exclusive"] == {}
     assert state["shared_pool"] == ONLINE.format()
 
@@ -135,7 +122,7 @@ def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
             plugin.wait_synchronized(2)
             wait_until(lambda: cpus(cri, app) == ONLINE - CPUSet([last]),
                        "synchronize to move the late shared container off the pin")
-            stats = inspect(plugin)["stats"]
+            stats = inspect_state(plugin.status)["stats"]
             assert (stats["drift_repaired"], stats["drift_unrepaired"]) == (1, 1), stats
             log = plugin.text()
             assert f"drift unrepaired default/bad/app id={stray[:12]} reported=unset" in log
@@ -169,7 +156,7 @@ def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
             online.write_text("0\n")  # CPU 1 "goes offline": the shared pool shrinks
             wait_until(lambda: cpus(cri, app) == CPUSet([0]),
                        f"the pool to shrink\n{running.text()[-3000:]}")
-            assert inspect(running)["online"] == "0"
+            assert inspect_state(running.status)["online"] == "0"
             online.write_text("0-1\n")  # back online: the shared pool grows
             wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool to grow back")
             with pod(cri, "io", QosClass.BURSTABLE, pins="1") as io:
@@ -184,7 +171,7 @@ def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
                 online.write_text("0-1\n")  # and comes back: so does the pin
                 wait_until(lambda: cpus(cri, pinned) == CPUSet([1]), "the pin to come back")
                 assert cpus(cri, app) == CPUSet([0])
-                state = inspect(running)
+                state = inspect_state(running.status)
                 assert (state["online"], state["shared_pool"]) == ("0-1", "0")
     finally:
         lab.cleanup()

@@ -7,6 +7,7 @@ topologies are covered by the unit, model and contract tests.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -48,6 +49,20 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> N
 
 
 P = TypeVar("P", bound="Plugin")
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``nri-cpuset ARGS`` from this source tree, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "cpuset_cli", *args], capture_output=True,
+                          text=True, check=check, timeout=60,
+                          env={**os.environ, "PYTHONPATH": SRC})
+
+
+def inspect_state(status: Path) -> dict[str, Any]:
+    """The running plugin's state document (``inspect -o json``)."""
+    state: dict[str, Any] = json.loads(cli("inspect", "--status-socket", str(status),
+                                           "-o", "json").stdout)
+    return state
 
 
 class Plugin:
@@ -224,10 +239,7 @@ def test_pin_on_an_integer_containers_cpu_moves_it_live(
             assert moved.isdisjoint(taken)
             assert len(moved) == 1
             assert cri.container_status(pg).pid == pid
-            why = subprocess.run(
-                [sys.executable, "-m", "cpuset_cli", "explain", pg, "--status-socket",
-                 str(plugin.status)], capture_output=True, check=True, text=True,
-                env={**os.environ, "PYTHONPATH": SRC}).stdout
+            why = cli("explain", pg, "--status-socket", str(plugin.status)).stdout
             assert f"- moved {taken} -> {moved}: moved off CPUs {taken} pinned by " \
                    f"default/io/io" in why
 
@@ -289,28 +301,20 @@ def test_plugin_reconnects_by_itself_when_containerd_restarts(
 @needs_two_cpus
 def test_inspect_shows_the_live_state_of_the_running_plugin(
         plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
-    import json
 
     last = ONLINE.last()
     with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io, \
             pod(cri, "io2", QosClass.BURSTABLE, pins=str(last)) as io2:
         first = shared(cri, lab, io, "io")
         shared(cri, lab, io2, "io")
-        result = subprocess.run(
-            [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
-             str(plugin.status), "-o", "json"], capture_output=True, check=True,
-            env={**os.environ, "PYTHONPATH": SRC})
-        state = json.loads(result.stdout)
+        state = inspect_state(plugin.status)
         assert state["pinned"] == {str(last): 2}
         assert state["shared_pool"] == (ONLINE - CPUSet([last])).format()
         assert state["synchronized"] is True
         assert state["drift"] == []
         kinds = {c["id"]: (c["kind"], c["cpus"], c["mems"]) for c in state["containers"]}
         assert kinds[first] == ("annotated", str(last), "0")
-        table = subprocess.run(
-            [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
-             str(plugin.status)], capture_output=True, check=True, text=True,
-            env={**os.environ, "PYTHONPATH": SRC})
+        table = cli("inspect", "--status-socket", str(plugin.status))
         assert f"pinned (refcount): {last}×2" in table.stdout
 
 
@@ -366,7 +370,6 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     the middle, then half of them stopped and removed concurrently: every survivor ends on
     the whole machine again, each container was updated a bounded number of times, and no
     update named a container that was gone."""
-    import json
     from concurrent.futures import ThreadPoolExecutor
 
     last = ONLINE.last()
@@ -388,10 +391,7 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
             list(pool.map(stop_and_remove, gone))
     wait_until(lambda: all(cpus(cri, cid) == ONLINE for cid in kept),
                "every survivor back on the whole machine")
-    state = json.loads(subprocess.run(
-        [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket", str(plugin.status),
-         "-o", "json"], capture_output=True, check=True,
-        env={**os.environ, "PYTHONPATH": SRC}).stdout)
+    state = inspect_state(plugin.status)
     stats = state["stats"]
     print(f"burst: {stats}")
     assert {c["id"] for c in state["containers"]} == set(kept)
@@ -425,9 +425,8 @@ def test_preinstalled_plugin_pins_and_relearns_running_containers_after_a_crash(
     log = tmp_path / "preinstalled.log"
     own = LabContainerd(tmp_path / "lab", installation=find_installation(),
                         nri_plugin_path=plugins)
-    subprocess.run([sys.executable, "-m", "cpuset_cli", "install-launcher", "--plugin-dir",
-                    str(plugins), "--log-file", str(log), "--cri-socket", str(own.cri_address)],
-                   check=True, env={**os.environ, "PYTHONPATH": SRC})
+    cli("install-launcher", "--plugin-dir", str(plugins), "--log-file", str(log),
+        "--cri-socket", str(own.cri_address))
     launcher = plugins / "99-nri-cpuset"
     # The runtime gives the plugin no PYTHONPATH: make the source tree importable for it.
     launcher.write_text(launcher.read_text().replace("exec ", f"PYTHONPATH={SRC} exec ", 1))

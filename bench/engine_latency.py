@@ -18,8 +18,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from cpuset_adapters.machines import BIG_1024, build_topology
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts, Topology
+from cpuset_lab.machines import BIG_1024, build_topology
 
 PERIOD = 100_000
 CREATE_P99_TARGET_MS = 1.0

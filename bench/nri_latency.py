@@ -24,11 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-from cpuset_adapters.cri.client import CriClient, QosClass, cgroup_parent, container_resources
-from cpuset_adapters.lab.containerd import LabContainerd, find_installation
+from cpuset_lab.containerd import LabContainerd, find_installation
+from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent, container_resources
 
 
-def _create_times(lab: LabContainerd, cri: CriClient, count: int) -> list[float]:
+def _create_times(lab: LabContainerd, cri: KubeletClient, count: int) -> list[float]:
     pods = []
     for n in range(count):
         uid = str(uuid.uuid4())

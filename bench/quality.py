@@ -6,8 +6,9 @@ Every trace is replayed twice on every machine shape:
   (``cpuset_cli.simulate.replay``), metrics and all;
 * **kubelet**: through ``bench/kubelet_baseline.py`` (the static CPU manager's default packed
   ``takeByTopology``), replayed here by :func:`replay_with_allocator` with the same metric
-  recorder (``cpuset_cli.metrics``) and the same free-CPU definition; pinned (annotated) CPUs are
-  simply unavailable to it, and a pin never moves its containers (the kubelet does not know pins).
+  recorder (``cpuset_cli.placement_quality``) and the same free-CPU definition; pinned
+  (annotated) CPUs are simply unavailable to it, and a pin never moves its containers (the
+  kubelet does not know pins).
 
 Traces (deterministic, seeded; "capacity" = online CPUs that exclusive requests may use):
 
@@ -43,16 +44,7 @@ from dataclasses import dataclass, field
 
 from kubelet_baseline import KubeletTopology, take_by_topology
 
-from cpuset_adapters.machines import (
-    BIG_1024,
-    DUAL_SOCKET_HT,
-    EPYC_LIKE,
-    INTEL_112,
-    OFFLINE_ISOLATED,
-    MachineShape,
-    build_topology,
-)
-from cpuset_cli.metrics import (
+from cpuset_cli.placement_quality import (
     PINNED_OWNER,
     Domains,
     Metrics,
@@ -82,6 +74,15 @@ from cpuset_core import (
     Topology,
 )
 from cpuset_core.policy.shared import exclusive_free
+from cpuset_lab.machines import (
+    BIG_1024,
+    DUAL_SOCKET_HT,
+    EPYC_LIKE,
+    INTEL_112,
+    OFFLINE_ISOLATED,
+    MachineShape,
+    build_topology,
+)
 
 FILL = 0.85
 PIN_SHARE = 0.10

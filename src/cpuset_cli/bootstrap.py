@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cpuset_adapters import default_paths
-from cpuset_adapters.fake import FakeHost, FakeRuntime
+from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from cpuset_cli.daemon import Daemon
     from cpuset_cli.live_config import LiveConfig
 
-DryRun = FakeRuntime
+DryRun = DryRunRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
 
 
@@ -37,7 +37,7 @@ def build_dry_run(topology_source: TopologySource,
                   settings: Settings | None = None) -> DryRun:
     """Return an in-memory runtime driving a fresh engine: what ``plan`` admits pods into."""
     engine = build_engine(topology_source, settings)
-    return FakeRuntime(FakeHost(engine.topology), engine)
+    return DryRunRuntime(DryRunHost(engine.topology), engine)
 
 
 def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str], name: str,

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cpuset_adapters.fake import FakeRuntime
+from cpuset_adapters.dry_run import DryRunRuntime
+from cpuset_adapters.kubelet import CFS_PERIOD
 from cpuset_core import MAX_ID, ContainerFacts, PodFacts, Topology
-
-PERIOD = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +34,13 @@ def _pod(name: str, namespace: str, *, qos: str = "guaranteed",
 
 
 def _container(pod: PodFacts, name: str, cpus: float | None) -> ContainerFacts:
-    quota = None if cpus is None else int(cpus * PERIOD)
+    quota = None if cpus is None else int(cpus * CFS_PERIOD)
     return ContainerFacts(id=f"{pod.name}-{name}", sandbox_id=pod.sandbox_id, name=name,
-                          cpu_quota=quota, cpu_period=None if cpus is None else PERIOD,
+                          cpu_quota=quota, cpu_period=None if cpus is None else CFS_PERIOD,
                           cpu_shares=None if cpus is None else int(cpus * 1024))
 
 
-def steps(topology: Topology, runtime: FakeRuntime) -> list[Callable[[], DemoStep]]:
+def steps(topology: Topology, runtime: DryRunRuntime) -> list[Callable[[], DemoStep]]:
     """Return the scenario as thunks: later steps look at what earlier ones placed."""
     request = max(1, len(topology.online) // 4)
     web = _pod("web", "default", qos="burstable")

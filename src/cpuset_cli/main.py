@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cpuset_adapters import default_paths
-from cpuset_cli import bootstrap, launcher
+from cpuset_cli import launcher
 from cpuset_cli.commands.bad_input import fail
 
 
@@ -141,27 +141,6 @@ def install_launcher(ctx: click.Context, /, plugin_dir: str, plugin_name: str,
                             cri_socket=cri_socket if explicit else None,
                             config=str(Path(config_path).absolute()) if config_path else None)
     click.echo(f"installed {path}")
-
-
-@cli.command("lab-demo")
-def lab_demo_command() -> None:
-    """Run the plugin for real on a private containerd with demonstration pods.
-
-    Needs root and containerd 1.7 with NRI (``bash scripts/install-containerd``). Starts
-    containerd in a temporary directory, runs ``nri-cpuset run`` against it, creates the same
-    pods as ``plan --demo`` over CRI like a kubelet, and prints what the kernel enforces for each
-    running container after every step, checked against the dry run. Exit code 1 if any
-    placement differs from the dry run.
-
-    \b
-    Example:
-      sudo nri-cpuset lab-demo
-    """
-    from cpuset_cli import lab_demo  # noqa: PLC0415 - pulls in grpc; only this command needs it
-
-    topology = bootstrap.sysfs_topology().read_topology()
-    mismatches = lab_demo.run(topology, click.echo)
-    sys.exit(1 if mismatches else 0)
 
 
 def _register_commands() -> None:

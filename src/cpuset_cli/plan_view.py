@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from cpuset_adapters.kubelet import CFS_PERIOD, cgroup_parent
 from cpuset_cli import bootstrap
-from cpuset_cli.pods import PERIOD, ContainerSpec, PodSpec, cgroup_parent, containers_in_order
+from cpuset_cli.pods import ContainerSpec, PodSpec, containers_in_order
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
@@ -184,8 +185,8 @@ def seed(runtime: bootstrap.DryRun, state: StateView, settings: Settings) -> lis
         integer = c.kind == Kind.INTEGER.value
         containers.append((key, ContainerFacts(
             id=c.id, sandbox_id=key, name=name, cpus=c.cpus, mems=c.mems or "",
-            cpu_quota=c.request * PERIOD if integer else None,
-            cpu_period=PERIOD if integer else None)))
+            cpu_quota=c.request * CFS_PERIOD if integer else None,
+            cpu_period=CFS_PERIOD if integer else None)))
         pods.setdefault(key, PodFacts(sandbox_id=key, namespace=namespace, name=pod_name))
     for key, pod in pods.items():
         annotations = ({settings.pin_annotation: ",".join(sorted(pins[key]))}

@@ -43,13 +43,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Final
 
+from cpuset_adapters.kubelet import CFS_PERIOD, cgroup_parent, cpu_quota, cpu_shares
 from cpuset_core import ContainerFacts, PodFacts, QoS
-
-PERIOD: Final = 100_000
-"""The kubelet's default CFS period (µs)."""
-MIN_SHARES: Final = 2
-MAX_SHARES: Final = 262_144
-MIN_QUOTA: Final = 1_000
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -164,27 +159,6 @@ def cpu_millis(quantity: Fraction) -> int:
 def memory_bytes(quantity: Fraction) -> int:
     """Bytes, rounded up like ``Quantity.Value``."""
     return math.ceil(quantity)
-
-
-def cpu_shares(request_millis: int | None) -> int:
-    """The kubelet's ``MilliCPUToShares``."""
-    if not request_millis:
-        return MIN_SHARES
-    return min(MAX_SHARES, max(MIN_SHARES, request_millis * 1024 // 1000))
-
-
-def cpu_quota(limit_millis: int, period: int = PERIOD) -> int:
-    """The kubelet's ``milliCPUToQuota`` for a set (non-zero) limit."""
-    return max(MIN_QUOTA, limit_millis * period // 1000)
-
-
-def cgroup_parent(qos: QoS, uid: str) -> str:
-    """The pod's cgroup parent under the kubelet's cgroupfs driver."""
-    if qos is QoS.GUARANTEED:
-        return f"/kubepods/pod{uid}"
-    if qos is QoS.BURSTABLE:
-        return f"/kubepods/burstable/pod{uid}"
-    return f"/kubepods/besteffort/pod{uid}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +381,7 @@ class _Parsed:
             id=f"{pod.namespace}/{pod.name}/{self.name}", sandbox_id=pod.sandbox_id,
             name=self.name, cpu_shares=cpu_shares(resources.cpu_request),
             cpu_quota=cpu_quota(limit) if limit else None,
-            cpu_period=PERIOD if limit else None,
+            cpu_period=CFS_PERIOD if limit else None,
             memory_limit=resources.memory_limit or None)
         return ContainerSpec(name=self.name, init=self.init, sidecar=self.sidecar,
                              resources=resources, facts=facts)

@@ -27,9 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpuset_adapters.fake_topology import StaticTopologySource
+from cpuset_adapters.kubelet import CFS_PERIOD
+from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
-from cpuset_cli.metrics import (
+from cpuset_cli.placement_quality import (
     Metrics,
     QualityRecorder,
     SplitCoreTracker,
@@ -45,9 +46,6 @@ from cpuset_core import (
     Topology,
 )
 from cpuset_core.policy.shared import exclusive_free
-
-PERIOD = 100_000
-"""The kubelet's default CFS period (µs)."""
 
 _ADD_KEYS = frozenset({"op", "id", "request", "pinned"})
 _DEL_KEYS = frozenset({"op", "id"})
@@ -243,7 +241,7 @@ def facts_for(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerF
                    uid=container_id, cgroup_parent=f"/kubepods/pod{event.id}")
     return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
                                cpu_shares=event.request * 1024,
-                               cpu_quota=event.request * PERIOD, cpu_period=PERIOD)
+                               cpu_quota=event.request * CFS_PERIOD, cpu_period=CFS_PERIOD)
 
 
 def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | None = None,

@@ -6,16 +6,16 @@ from collections.abc import Callable
 
 import pytest
 
-from cpuset_adapters.fake import FakeHost
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_adapters.dry_run import DryRunHost
 from cpuset_core import ContainerFacts, ContainerUpdate, ContainerUpdater, CPUSet, Kind
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 # Each factory returns (updater, start a container with a cpuset, read a container's cpuset).
 Harness = tuple[ContainerUpdater, Callable[[str, str], None], Callable[[str], CPUSet | None]]
 
 
 def _fake() -> Harness:
-    host = FakeHost(build_topology(DUAL_SOCKET_HT))
+    host = DryRunHost(build_topology(DUAL_SOCKET_HT))
 
     def start(cid: str, cpus: str) -> None:
         host.start_unmanaged(ContainerFacts(id=cid, sandbox_id="s", name=cid, cpus=cpus))

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import pytest
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_core import (
     ContainerFacts,
     CpusetEngine,
@@ -14,6 +13,7 @@ from cpuset_core import (
     RuntimeEvents,
     StalePlanError,
 )
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 IMPLEMENTATIONS: dict[str, Callable[[], RuntimeEvents]] = {
     "engine": lambda: CpusetEngine(build_topology(DUAL_SOCKET_HT)),

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from cpuset_adapters.fake_topology import StaticTopologySource
-from cpuset_adapters.machines import EPYC_LIKE, OFFLINE_ISOLATED, build_topology, write_sysfs_tree
+from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_adapters.topology_file import TopologyFileSource, write_topology
 from cpuset_core.topology import Topology
+from cpuset_lab.machines import EPYC_LIKE, OFFLINE_ISOLATED, build_topology, write_sysfs_tree
 
 if TYPE_CHECKING:
     from cpuset_core.ports import TopologySource

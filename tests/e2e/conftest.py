@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from cpuset_adapters.cri.client import CriClient
-from cpuset_adapters.lab.containerd import ContainerdNotInstalled, LabContainerd, find_installation
-from cpuset_adapters.lab.image import BUSYBOX_PATH
+from cpuset_lab.containerd import ContainerdNotInstalled, LabContainerd, find_installation
+from cpuset_lab.image import BUSYBOX_PATH
+from cpuset_lab.kubelet import KubeletClient
 
 REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
 
@@ -49,7 +49,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabContainerd]:
 
 
 @pytest.fixture
-def cri(lab: LabContainerd) -> Iterator[CriClient]:
+def cri(lab: LabContainerd) -> Iterator[KubeletClient]:
     """The lab's CRI client; pods a test leaves behind are removed and fail the test."""
     client = lab.client()
     yield client

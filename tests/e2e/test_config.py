@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.cri.client import CriClient, CriError, QosClass
-from cpuset_adapters.lab.containerd import LabContainerd, find_installation
+from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd, find_installation
+from cpuset_lab.kubelet import KubeletClient, QosClass
 from tests.e2e.test_plugin import (
     ONLINE,
     SRC,
@@ -60,14 +61,14 @@ def config_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path,
+def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path,
            config_file: Path) -> Iterator[Plugin]:
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
                              ("--config", str(config_file)))) as running:
         yield running
 
 
-def refused(cri: CriClient, lab: LabContainerd, namespace: str = "default") -> str:
+def refused(cri: KubeletClient, lab: LabContainerd, namespace: str = "default") -> str:
     """Try a pin from ``namespace``; return the runtime's error ("" if it was admitted)."""
     with pod(cri, "pinned", QosClass.BURSTABLE, pins=str(ONLINE.last()),
              namespace=namespace) as pod_id:
@@ -98,7 +99,7 @@ def test_an_invalid_config_stops_the_start_with_exit_2_naming_key_and_value(
 
 
 def test_a_pin_from_a_namespace_not_allowed_fails_creation_and_changes_nothing(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
         before = actual(cri, app)
@@ -112,7 +113,7 @@ def test_a_pin_from_a_namespace_not_allowed_fails_creation_and_changes_nothing(
 
 
 def test_sighup_keeps_the_last_good_config_when_the_file_is_invalid_and_applies_a_valid_one(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient, config_file: Path) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, config_file: Path) -> None:
     assert plugin.process is not None
     write_unseen(config_file, '[pinning]\nnamespaces = ["*"]\n[cpus]\nreserved = "0-x"\n'
                  + CONSOLE)
@@ -130,7 +131,7 @@ def test_sighup_keeps_the_last_good_config_when_the_file_is_invalid_and_applies_
 
 
 def test_a_changed_file_is_reloaded_by_itself(plugin: Plugin, lab: LabContainerd,
-                                              cri: CriClient, config_file: Path) -> None:
+                                              cri: KubeletClient, config_file: Path) -> None:
     assert REFUSED in refused(cri, lab)
     config_file.write_text('[pinning]\nnamespaces = ["default"]\n' + CONSOLE)
     wait_for_log(plugin, "file change: applied pinning.namespaces = [\"default\"]")

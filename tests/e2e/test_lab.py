@@ -11,17 +11,18 @@ import uuid
 
 import pytest
 
-from cpuset_adapters.cri.client import (
-    CriClient,
-    CriError,
+from cpuset_adapters import cgroupfs
+from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab import cgroups
+from cpuset_lab.containerd import CONTAINERD_VERSION, LabContainerd
+from cpuset_lab.kubelet import (
+    KubeletClient,
     QosClass,
     cgroup_parent,
     container_resources,
     guaranteed,
 )
-from cpuset_adapters.lab import cgroups
-from cpuset_adapters.lab.containerd import CONTAINERD_VERSION, LabContainerd
-from cpuset_core.cpuset import CPUSet
 
 pytestmark = pytest.mark.e2e
 
@@ -34,21 +35,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_containerd_reports_its_version_over_cri(cri: CriClient) -> None:
+def test_containerd_reports_its_version_over_cri(cri: KubeletClient) -> None:
     version = cri.version()
     assert version.runtime_name == "containerd"
     assert version.runtime_version.startswith(CONTAINERD_VERSION)
     assert version.runtime_api_version == "v1"
 
 
-def test_lab_image_is_known_to_cri(lab: LabContainerd, cri: CriClient) -> None:
+def test_lab_image_is_known_to_cri(lab: LabContainerd, cri: KubeletClient) -> None:
     image = cri.image_status(lab.image)
     assert image is not None
     assert lab.image in image.repo_tags
     assert cri.image_status("docker.io/library/not-there:never") is None
 
 
-def test_burstable_container_runs_on_all_online_cpus(lab: LabContainerd, cri: CriClient) -> None:
+def test_burstable_container_runs_on_all_online_cpus(lab: LabContainerd,
+                                                     cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
     parent = cgroup_parent(QosClass.BURSTABLE, uid)
     assert parent == f"/kubepods/burstable/pod{uid}"
@@ -60,13 +62,13 @@ def test_burstable_container_runs_on_all_online_cpus(lab: LabContainerd, cri: Cr
         assert status.running
         assert status.pid is not None
         assert status.cgroups_path == f"{parent}/{cid}"
-        assert cgroups.process_cgroup(status.pid) == status.cgroups_path
-        if cgroups.cgroup_version() == 1:
-            assert cgroups.cgroup_dir(status.cgroups_path) == cgroups.CGROUP_ROOT.joinpath(
+        assert cgroupfs.process_cgroup(status.pid) == status.cgroups_path
+        if cgroupfs.cgroup_version() == 1:
+            assert cgroupfs.cgroup_dir(status.cgroups_path) == cgroupfs.CGROUP_ROOT.joinpath(
                 "cpuset", "kubepods", "burstable", f"pod{uid}", cid)
 
         online = cgroups.online_cpus()
-        cgroup = cgroups.container_cpuset(status.cgroups_path)
+        cgroup = cgroupfs.container_cpuset(status.cgroups_path)
         assert cgroup.effective_cpus == online
         assert cgroup.effective_mems == cgroups.online_mems()
         if cgroup.version == 1:  # v2 may leave cpuset.cpus empty (= inherit)
@@ -81,7 +83,7 @@ def test_burstable_container_runs_on_all_online_cpus(lab: LabContainerd, cri: Cr
 
 
 def test_cri_cpuset_cpus_reaches_the_cgroup_and_the_process(
-        lab: LabContainerd, cri: CriClient) -> None:
+        lab: LabContainerd, cri: KubeletClient) -> None:
     if 1 not in cgroups.online_cpus():
         pytest.skip("needs CPU 1 online")
     uid = str(uuid.uuid4())
@@ -97,13 +99,13 @@ def test_cri_cpuset_cpus_reaches_the_cgroup_and_the_process(
         status = cri.container_status(cid)
         assert status.pid is not None
         assert status.cgroups_path == f"/kubepods/pod{uid}/{cid}"
-        assert cgroups.container_cpuset(status.cgroups_path).effective_cpus == CPUSet([1])
-        assert cgroups.process_cpuset(status.pid).effective_cpus == CPUSet([1])
+        assert cgroupfs.container_cpuset(status.cgroups_path).effective_cpus == CPUSet([1])
+        assert cgroupfs.process_cpuset(status.pid).effective_cpus == CPUSet([1])
         assert cgroups.process_affinity(status.pid).cpus == CPUSet([1])
 
 
 def test_update_container_resources_changes_the_cpuset_live(
-        lab: LabContainerd, cri: CriClient) -> None:
+        lab: LabContainerd, cri: KubeletClient) -> None:
     online = cgroups.online_cpus()
     if len(online) < 2:
         pytest.skip("needs two online CPUs")
@@ -122,7 +124,7 @@ def test_update_container_resources_changes_the_cpuset_live(
             after = cri.container_status(cid)
             assert after.running
             assert after.pid == before.pid  # same process, updated in place
-            assert cgroups.container_cpuset(before.cgroups_path).effective_cpus == target
+            assert cgroupfs.container_cpuset(before.cgroups_path).effective_cpus == target
             assert cgroups.process_affinity(before.pid).cpus == target
             assert after.resources is not None
             assert CPUSet.parse(after.resources.cpuset_cpus) == target
@@ -139,7 +141,7 @@ def test_nri_socket_is_served_at_the_configured_path(lab: LabContainerd) -> None
 
 
 def test_containers_survive_a_containerd_restart_and_a_crash(
-        lab: LabContainerd, cri: CriClient) -> None:
+        lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
     with cri.pod("durable", uid=uid, cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid)) as pod:
         cid = cri.run_container(pod, "app", lab.image)
@@ -165,7 +167,7 @@ def test_containers_survive_a_containerd_restart_and_a_crash(
 
 
 def test_cri_failures_carry_the_status_code_and_the_runtime_message(
-        lab: LabContainerd, cri: CriClient) -> None:
+        lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
     with cri.pod("broken", uid=uid, cgroup_parent=cgroup_parent(QosClass.BEST_EFFORT, uid)) as pod:
         with pytest.raises(CriError) as caught:
@@ -179,16 +181,16 @@ def test_cri_failures_carry_the_status_code_and_the_runtime_message(
 
 
 def test_stopped_and_removed_pods_leave_no_container_cgroup(
-        lab: LabContainerd, cri: CriClient) -> None:
+        lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
     parent = cgroup_parent(QosClass.BURSTABLE, uid)
     with cri.pod("gone", uid=uid, cgroup_parent=parent) as pod:
         cid = cri.run_container(pod, "app", lab.image)
-        path = cgroups.cgroup_dir(f"{parent}/{cid}")
+        path = cgroupfs.cgroup_dir(f"{parent}/{cid}")
         assert path.is_dir()
         cri.stop(cid)
         cri.remove(cid)
         assert not path.exists()
     assert cri.list_pods() == []
     lab.cleanup()
-    assert not cgroups.cgroup_dir(parent).exists()
+    assert not cgroupfs.cgroup_dir(parent).exists()

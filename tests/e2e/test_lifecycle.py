@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.cri.client import CriClient, QosClass, cgroup_parent, guaranteed
-from cpuset_adapters.lab.containerd import LabContainerd
-from cpuset_adapters.machines import THIS_MACHINE_LIKE, write_sysfs_tree
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent, guaranteed
+from cpuset_lab.machines import THIS_MACHINE_LIKE, write_sysfs_tree
 from tests.e2e.test_plugin import (
     ONLINE,
     Plugin,
@@ -40,7 +40,7 @@ __all__ = ["plugin"]  # the fixture, imported so pytest finds it here
 pytestmark = pytest.mark.e2e
 
 
-def run_to_completion(running: Plugin, cri: CriClient, lab: LabContainerd, pod_id: str,
+def run_to_completion(running: Plugin, cri: KubeletClient, lab: LabContainerd, pod_id: str,
                       name: str, *, count: int) -> CPUSet:
     """An init container: starts, exits 0; returns the CPUs the plugin gave it (from its
     decision log: an exited container has no process, and CRI reports no cpuset for it)."""
@@ -57,7 +57,7 @@ def run_to_completion(running: Plugin, cri: CriClient, lab: LabContainerd, pod_i
 
 @needs_two_cpus
 def test_an_app_container_gets_the_cpu_its_completed_init_container_held(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "blocker", QosClass.GUARANTEED) as blocker:
         held = integer(cri, lab, blocker, 1, "b")
         first_choice = cpus(cri, held)
@@ -73,7 +73,7 @@ def test_an_app_container_gets_the_cpu_its_completed_init_container_held(
 
 @needs_two_cpus
 def test_a_running_sidecar_keeps_its_cpu_while_the_app_container_gets_the_other(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.GUARANTEED) as web:
         init_cpus = run_to_completion(plugin, cri, lab, web, "init", count=1)
         sidecar = integer(cri, lab, web, 1, "sidecar")  # restartable init: keeps running
@@ -86,7 +86,7 @@ def test_a_running_sidecar_keeps_its_cpu_while_the_app_container_gets_the_other(
 
 @needs_two_cpus
 def test_a_pod_removed_between_create_and_start_leaks_nothing(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
         uid = "mid-start"
@@ -106,7 +106,7 @@ def test_a_pod_removed_between_create_and_start_leaks_nothing(
 
 @needs_two_cpus
 def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     """Containers created while the plugin was down: a shared one on the pinned CPU is
     repaired; one whose pin names an offline CPU cannot be placed as it asks."""
     last = ONLINE.last()
@@ -131,7 +131,7 @@ def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
 
 @needs_two_cpus
 def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
-        lab: LabContainerd, cri: CriClient, tmp_path: Path) -> None:
+        lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> None:
     """CPU hotplug, as far as this machine allows: the shared pool shrinks and grows back with
     CPU 1; a pin on CPU 1 is reported and runs shared while it is away, and returns with it.
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cpuset_adapters.cri.client import CriClient, CriError, QosClass
-from cpuset_adapters.lab.containerd import LabContainerd
+from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient, QosClass
 from tests.e2e.test_plugin import (
     ONLINE,
     Plugin,
@@ -68,7 +69,7 @@ class ObservedPlugin(Plugin):
 
 
 @pytest.fixture
-def observed(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[ObservedPlugin]:
+def observed(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[ObservedPlugin]:
     with serving(lab, ObservedPlugin(lab.nri_socket, tmp_path / "plugin.log",
                                      free_port())) as running:
         yield running
@@ -76,7 +77,7 @@ def observed(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[Obs
 
 @needs_two_cpus
 def test_metrics_probes_and_json_logs_follow_a_pin_being_admitted_and_one_rejected(
-        observed: ObservedPlugin, lab: LabContainerd, cri: CriClient) -> None:
+        observed: ObservedPlugin, lab: LabContainerd, cri: KubeletClient) -> None:
     wait_until(lambda: observed.get("/readyz")[0] == 200,
                f"/readyz to turn 200\n{observed.text()[-3000:]}")
     assert observed.get("/healthz") == (200, "ok\n")
@@ -128,7 +129,7 @@ def test_sigusr1_switches_debug_logging_off_and_on_without_a_restart(
 
 
 def test_readyz_fails_when_the_runtime_is_gone_and_recovers_after_it_returns(
-        observed: ObservedPlugin, lab: LabContainerd, cri: CriClient) -> None:
+        observed: ObservedPlugin, lab: LabContainerd, cri: KubeletClient) -> None:
     wait_until(lambda: observed.get("/readyz")[0] == 200, "/readyz to turn 200")
     lab.kill()
     try:

@@ -21,17 +21,18 @@ from typing import Any, TypeVar
 
 import pytest
 
-from cpuset_adapters.cri.client import (
-    CriClient,
-    CriError,
+from cpuset_adapters import cgroupfs
+from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab import cgroups
+from cpuset_lab.containerd import LabContainerd, find_installation
+from cpuset_lab.kubelet import (
+    KubeletClient,
     QosClass,
     cgroup_parent,
     container_resources,
     guaranteed,
 )
-from cpuset_adapters.lab import cgroups
-from cpuset_adapters.lab.containerd import LabContainerd, find_installation
-from cpuset_core.cpuset import CPUSet
 
 pytestmark = pytest.mark.e2e
 
@@ -117,29 +118,29 @@ def serving(lab: LabContainerd, running: P) -> Iterator[P]:
 
 
 @pytest.fixture
-def plugin(lab: LabContainerd, cri: CriClient, tmp_path: Path) -> Iterator[Plugin]:
+def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
         yield running
 
 
-def actual(cri: CriClient, cid: str) -> tuple[CPUSet, CPUSet]:
+def actual(cri: KubeletClient, cid: str) -> tuple[CPUSet, CPUSet]:
     """The container's CPUs and memory nodes as the kernel enforces them (cgroup and /proc
     must agree)."""
     status = cri.container_status(cid)
     assert status.pid is not None
     assert status.cgroups_path is not None
-    cgroup = cgroups.container_cpuset(status.cgroups_path)
+    cgroup = cgroupfs.container_cpuset(status.cgroups_path)
     affinity = cgroups.process_affinity(status.pid)
     assert cgroup.effective_cpus == affinity.cpus, (cgroup, affinity)
     return affinity.cpus, affinity.mems
 
 
-def cpus(cri: CriClient, cid: str) -> CPUSet:
+def cpus(cri: KubeletClient, cid: str) -> CPUSet:
     return actual(cri, cid)[0]
 
 
 @contextmanager
-def pod(cri: CriClient, name: str, qos: QosClass, *, pins: str | None = None,
+def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
         namespace: str = "default") -> Iterator[str]:
     uid = str(uuid.uuid4())
     annotations = {KEY: pins} if pins is not None else {}
@@ -148,16 +149,16 @@ def pod(cri: CriClient, name: str, qos: QosClass, *, pins: str | None = None,
         yield pod_id
 
 
-def shared(cri: CriClient, lab: LabContainerd, pod_id: str, name: str = "app") -> str:
+def shared(cri: KubeletClient, lab: LabContainerd, pod_id: str, name: str = "app") -> str:
     return cri.run_container(pod_id, name, lab.image,
                              resources=container_resources(cpu_request="100m"))
 
 
-def shared_one(cri: CriClient, lab: LabContainerd, pod_id: str, _count: int) -> str:
+def shared_one(cri: KubeletClient, lab: LabContainerd, pod_id: str, _count: int) -> str:
     return shared(cri, lab, pod_id)
 
 
-def integer(cri: CriClient, lab: LabContainerd, pod_id: str, count: int,
+def integer(cri: KubeletClient, lab: LabContainerd, pod_id: str, count: int,
             name: str = "app") -> str:
     return cri.run_container(pod_id, name, lab.image, resources=guaranteed(count, "64Mi"))
 
@@ -172,7 +173,7 @@ def test_plugin_registers_and_synchronizes(plugin: Plugin) -> None:
 
 
 def test_shared_container_runs_on_every_online_cpu(plugin: Plugin, lab: LabContainerd,
-                                                   cri: CriClient) -> None:
+                                                   cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         cid = shared(cri, lab, web)
         assert cpus(cri, cid) == ONLINE
@@ -181,7 +182,7 @@ def test_shared_container_runs_on_every_online_cpu(plugin: Plugin, lab: LabConta
 
 @needs_two_cpus
 def test_pinned_pod_gets_its_cpus_and_memory_node_and_a_running_shared_one_moves_off(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     last = ONLINE.last()
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
@@ -196,7 +197,7 @@ def test_pinned_pod_gets_its_cpus_and_memory_node_and_a_running_shared_one_moves
 
 @needs_two_cpus
 def test_two_pinned_pods_share_cpus_until_the_last_one_goes(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     last = ONLINE.last()
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
@@ -214,7 +215,7 @@ def test_two_pinned_pods_share_cpus_until_the_last_one_goes(
 
 @needs_two_cpus
 def test_integer_pod_gets_an_exclusive_cpu_and_shared_containers_avoid_it(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
         with pod(cri, "db", QosClass.GUARANTEED) as db:
@@ -227,7 +228,7 @@ def test_integer_pod_gets_an_exclusive_cpu_and_shared_containers_avoid_it(
 
 @needs_two_cpus
 def test_pin_on_an_integer_containers_cpu_moves_it_live(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "db", QosClass.GUARANTEED) as db:
         pg = integer(cri, lab, db, 1, "postgres")
         taken = cpus(cri, pg)
@@ -250,7 +251,7 @@ def test_pin_on_an_integer_containers_cpu_moves_it_live(
     (None, 3, "needs 3 exclusive CPU(s) but only"),
 ])
 def test_bad_input_fails_creation_with_a_clear_message_and_changes_nothing(  # noqa: PLR0917
-        plugin: Plugin, lab: LabContainerd, cri: CriClient, pins: str | None,
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, pins: str | None,
         cpus_asked: int | None, message: str) -> None:
     if pins == "7" and 7 in ONLINE:
         pytest.skip("CPU 7 is online here")
@@ -270,7 +271,7 @@ def test_bad_input_fails_creation_with_a_clear_message_and_changes_nothing(  # n
 
 @needs_two_cpus
 def test_restarted_plugin_corrects_containers_created_while_it_was_down(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     last = ONLINE.last()
     with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
         shared(cri, lab, io, "io")
@@ -286,7 +287,7 @@ def test_restarted_plugin_corrects_containers_created_while_it_was_down(
 
 @needs_two_cpus
 def test_plugin_reconnects_by_itself_when_containerd_restarts(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     lab.restart()
     plugin.wait_synchronized(2)
     last = ONLINE.last()
@@ -300,7 +301,7 @@ def test_plugin_reconnects_by_itself_when_containerd_restarts(
 
 @needs_two_cpus
 def test_inspect_shows_the_live_state_of_the_running_plugin(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
 
     last = ONLINE.last()
     with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io, \
@@ -320,7 +321,7 @@ def test_inspect_shows_the_live_state_of_the_running_plugin(
 
 @needs_two_cpus
 def test_in_place_resize_grows_shrinks_and_changes_class_live(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     """CRI UpdateContainerResources, as a kubelet in-place resize sends it: the plugin answers
     with the container's new cpuset, which containerd applies instead of the kubelet's."""
     with pod(cri, "db", QosClass.GUARANTEED) as db:
@@ -346,7 +347,7 @@ def test_in_place_resize_grows_shrinks_and_changes_class_live(
 
 @needs_two_cpus
 def test_cpus_return_at_stop_and_the_later_remove_releases_nothing_twice(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
         with pod(cri, "db", QosClass.GUARANTEED) as db:
@@ -365,7 +366,7 @@ def test_cpus_return_at_stop_and_the_later_remove_releases_nothing_twice(
 
 @needs_two_cpus
 def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates(
-        plugin: Plugin, lab: LabContainerd, cri: CriClient) -> None:
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
     """100 shared containers created by 8 concurrent clients, a pin admitted and removed in
     the middle, then half of them stopped and removed concurrently: every survivor ends on
     the whole machine again, each container was updated a bounded number of times, and no
@@ -461,7 +462,7 @@ def test_lab_demo_placements_match_the_dry_run(lab: LabContainerd) -> None:
     """The README's run command: every placement the real runtime enforces equals the dry
     run's, and the bad inputs are rejected with their reasons."""
     from cpuset_adapters.sysfs import SysfsTopologySource
-    from cpuset_cli import lab_demo
+    from cpuset_lab import demo as lab_demo
 
     lines: list[str] = []
     mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lines.append)

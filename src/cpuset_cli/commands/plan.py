@@ -8,7 +8,7 @@ from typing import Final
 
 import click
 
-from cpuset_adapters.fake_topology import StaticTopologySource
+from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap, demo, plan_view, render, state_view
 from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings

@@ -12,7 +12,7 @@ import click
 from cpuset_cli import bootstrap, render
 from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings
-from cpuset_cli.metrics import Metrics, Ratio
+from cpuset_cli.placement_quality import Metrics, Ratio
 from cpuset_cli.simulate import (
     AddEvent,
     Event,

@@ -10,19 +10,18 @@ from pathlib import Path
 import grpc
 import pytest
 
-from cpuset_adapters.cri.client import (
-    CriClient,
-    CriError,
+from cpuset_adapters.cri.client import CriError, Resources
+from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
+from cpuset_lab.kubelet import (
+    KubeletClient,
     QosClass,
-    Resources,
     cgroup_parent,
     container_resources,
     guaranteed,
     memory_bytes,
     milli_cpus,
 )
-from cpuset_adapters.cri.proto import cri_pb2 as pb
-from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
 
 UID = "0f6a1c2e-1111-4d2b-9c3a-5e6f7a8b9c0d"
 
@@ -90,7 +89,7 @@ def test_fractional_and_besteffort_resources_follow_the_kubelet() -> None:
     assert (best_effort.cpu_shares, best_effort.cpu_quota, best_effort.memory_limit) == (2, 0, 0)
 
 
-class _FakeRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
+class _DryRunRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
     """Records requests; fails CreateContainer the way containerd relays an NRI rejection."""
 
     def __init__(self) -> None:
@@ -125,14 +124,14 @@ class _FakeRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> Iterator[tuple[CriClient, _FakeRuntime]]:
-    runtime = _FakeRuntime()
+def fake(tmp_path: Path) -> Iterator[tuple[KubeletClient, _DryRunRuntime]]:
+    runtime = _DryRunRuntime()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_RuntimeServiceServicer_to_server(runtime, server)
     sock = tmp_path / "cri.sock"
     server.add_insecure_port(f"unix://{sock}")
     server.start()
-    client = CriClient(sock, timeout=10)
+    client = KubeletClient(sock, timeout=10)
     try:
         yield client, runtime
     finally:
@@ -140,7 +139,7 @@ def fake(tmp_path: Path) -> Iterator[tuple[CriClient, _FakeRuntime]]:
         server.stop(None)
 
 
-def test_client_speaks_the_cri_wire(fake: tuple[CriClient, _FakeRuntime]) -> None:
+def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
     client, runtime = fake
     assert client.version().runtime_version == "1.7.24"
     pod = client.run_pod("web", "prod", UID, annotations={"a": "b"},
@@ -171,7 +170,7 @@ def test_client_speaks_the_cri_wire(fake: tuple[CriClient, _FakeRuntime]) -> Non
     assert status.resources.cpuset_cpus == "1"
 
 
-def test_runtime_errors_keep_code_and_message(fake: tuple[CriClient, _FakeRuntime]) -> None:
+def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
     client, _ = fake
     pod = client.run_pod("web")
     with pytest.raises(CriError) as caught:
@@ -187,6 +186,7 @@ def test_runtime_errors_keep_code_and_message(fake: tuple[CriClient, _FakeRuntim
 
 
 def test_unreachable_runtime_is_a_cri_error(tmp_path: Path) -> None:
-    with CriClient(tmp_path / "none.sock", timeout=1) as client, pytest.raises(CriError) as caught:
+    with (KubeletClient(tmp_path / "none.sock", timeout=1) as client,
+          pytest.raises(CriError) as caught):
         client.version()
     assert caught.value.code_name in {"UNAVAILABLE", "DEADLINE_EXCEEDED"}

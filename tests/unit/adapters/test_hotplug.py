@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.hotplug import OnlineCpuWatcher
-from cpuset_adapters.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_cli import bootstrap
 from cpuset_core import CPUSet, Topology
+from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from tests.unit.nri.test_handler import container, pod
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.lab import cgroups
-from cpuset_adapters.lab.containerd import LabContainerd, LabError
-from cpuset_adapters.lab.image import IMAGE_NAME, build_image_archive, goarch
+from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab import cgroups
+from cpuset_lab.containerd import LabContainerd, LabError
+from cpuset_lab.image import IMAGE_NAME, build_image_archive, goarch
 
 
 def _members(path: Path) -> dict[str, bytes]:
@@ -102,9 +103,9 @@ def test_cgroup_v1_tree(tmp_path: Path) -> None:
                                   "0::/kubepods/podU/ctr\n")
     _write(proc / "7" / "status", "Name:\tsleep\nCpus_allowed:\ta\nCpus_allowed_list:\t1,3\n"
                                   "Mems_allowed_list:\t0\n")
-    assert cgroups.cgroup_version(root) == 1
-    assert cgroups.process_cgroup(7, proc=proc, root=root) == "/kubepods/podU/ctr"
-    reading = cgroups.process_cpuset(7, proc=proc, root=root)
+    assert cgroupfs.cgroup_version(root) == 1
+    assert cgroupfs.process_cgroup(7, proc=proc, root=root) == "/kubepods/podU/ctr"
+    reading = cgroupfs.process_cpuset(7, proc=proc, root=root)
     assert (reading.version, reading.path) == (1, cg)
     assert reading.cpus == reading.effective_cpus == CPUSet([1, 3])
     affinity = cgroups.process_affinity(7, proc=proc)
@@ -129,14 +130,14 @@ def test_cgroup_v2_tree(tmp_path: Path) -> None:
         _write(cg / name, value)
     _write(proc / "9" / "cgroup", "0::/kubepods.slice/kubepods-burstable.slice/"
                                   "kubepods-burstable-podU.slice/cri-containerd-abc.scope\n")
-    assert cgroups.cgroup_version(root) == 2
-    reading = cgroups.container_cpuset("kubepods-burstable-podU.slice:cri-containerd:abc",
+    assert cgroupfs.cgroup_version(root) == 2
+    reading = cgroupfs.container_cpuset("kubepods-burstable-podU.slice:cri-containerd:abc",
                                        root=root)
     assert reading.path == cg
     assert reading.cpus == CPUSet()  # inherit
     assert reading.effective_cpus == CPUSet.range(0, 3)
     assert reading.effective_mems == CPUSet([0, 1])
-    assert cgroups.process_cpuset(9, proc=proc, root=root).path == cg
+    assert cgroupfs.process_cpuset(9, proc=proc, root=root).path == cg
 
 
 def test_missing_status_fields_and_cgroups_are_lookup_errors(tmp_path: Path) -> None:
@@ -145,10 +146,10 @@ def test_missing_status_fields_and_cgroups_are_lookup_errors(tmp_path: Path) -> 
     with pytest.raises(LookupError, match="Cpus_allowed_list"):
         cgroups.process_affinity(1, proc=tmp_path)
     with pytest.raises(LookupError, match="cpuset"):
-        cgroups.process_cgroup(1, proc=tmp_path, root=tmp_path / "v1")
+        cgroupfs.process_cgroup(1, proc=tmp_path, root=tmp_path / "v1")
 
 
 def test_expand_systemd_path() -> None:
-    assert cgroups.expand_systemd_path("kubepods-pod1.slice:cri-containerd:c1") == (
+    assert cgroupfs.expand_systemd_path("kubepods-pod1.slice:cri-containerd:c1") == (
         "/kubepods.slice/kubepods-pod1.slice/cri-containerd-c1.scope")
-    assert cgroups.expand_systemd_path("/kubepods/pod1/c1") == "/kubepods/pod1/c1"
+    assert cgroupfs.expand_systemd_path("/kubepods/pod1/c1") == "/kubepods/pod1/c1"

@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import pytest
 
-from cpuset_adapters.machines import (
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.machines import (
     BIG_1024,
     DUAL_SOCKET_HT,
     EPYC_LIKE,
@@ -20,7 +21,6 @@ from cpuset_adapters.machines import (
     build_topology,
     write_sysfs_tree,
 )
-from cpuset_core.cpuset import CPUSet
 
 
 class Counts(NamedTuple):

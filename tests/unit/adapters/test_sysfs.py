@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.machines import (
+from cpuset_adapters.sysfs import SysfsTopologySource
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.errors import TopologyError
+from cpuset_core.topology import Topology
+from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     NAMED_SHAPES,
     MachineShape,
     build_topology,
     write_sysfs_tree,
 )
-from cpuset_adapters.sysfs import SysfsTopologySource
-from cpuset_core.cpuset import CPUSet
-from cpuset_core.errors import TopologyError
-from cpuset_core.topology import Topology
 
 REAL_ONLINE = Path("/sys/devices/system/cpu/online")
 

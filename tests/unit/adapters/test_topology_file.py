@@ -11,13 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpuset_adapters.machines import (
-    NAMED_SHAPES,
-    OFFLINE_ISOLATED,
-    MachineShape,
-    build_topology,
-    write_sysfs_tree,
-)
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_adapters.topology_file import (
     TopologyFileSource,
@@ -30,6 +23,13 @@ from cpuset_adapters.topology_file import (
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import TopologyError
 from cpuset_core.topology import CpuInfo, Topology
+from cpuset_lab.machines import (
+    NAMED_SHAPES,
+    OFFLINE_ISOLATED,
+    MachineShape,
+    build_topology,
+    write_sysfs_tree,
+)
 
 REAL_ONLINE = Path("/sys/devices/system/cpu/online")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED, build_topology
 from cpuset_core import CPUSet
+from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED, build_topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from kubelet_baseline import KubeletTopology, take_by_topology

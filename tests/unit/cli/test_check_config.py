@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from cpuset_cli.main import cli
+from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
 
 
 def _check(tmp_path: Path, text: str, *args: str) -> tuple[int, str]:

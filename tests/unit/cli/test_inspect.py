@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_adapters.status_socket import read_status, serve_status
 from cpuset_cli import state_view
 from cpuset_cli.commands.explain import explain
 from cpuset_cli.commands.inspect import inspect
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 
 def engine_with_three() -> CpusetEngine:

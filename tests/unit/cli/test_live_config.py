@@ -196,8 +196,8 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
 
     caplog.set_level(logging.INFO)
 
-    from cpuset_adapters.fake_topology import StaticTopologySource
     from cpuset_adapters.nri.handler_port import RuntimeInfo
+    from cpuset_adapters.static_topology import StaticTopologySource
     from cpuset_cli import bootstrap
 
     config = LiveConfig.load(path, required=True, topology=OFFLINE_ISO,
@@ -225,7 +225,7 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
 
 
 def test_the_daemon_exposes_the_observability_settings_it_runs_with(path: Path) -> None:
-    from cpuset_adapters.fake_topology import StaticTopologySource
+    from cpuset_adapters.static_topology import StaticTopologySource
     from cpuset_cli import bootstrap
 
     path.write_text('[observability]\nlisten = ":9100"\nlog_format = "console"\n')

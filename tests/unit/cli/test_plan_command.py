@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, OFFLINE_ISOLATED, write_sysfs_tree
 from cpuset_cli.main import cli
+from cpuset_lab.machines import DUAL_SOCKET_HT, OFFLINE_ISOLATED, write_sysfs_tree
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
 from cpuset_adapters.topology_file import write_topology
 from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
+from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
 
 GUARANTEED = {"memory": "1Gi"}
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_adapters.machines import OFFLINE_ISOLATED, write_sysfs_tree
 from cpuset_cli import serve
 from cpuset_cli.live_config import LiveConfig
 from cpuset_cli.main import cli
+from cpuset_lab.machines import OFFLINE_ISOLATED, write_sysfs_tree
 
 
 class FakeDaemon:

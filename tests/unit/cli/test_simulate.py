@@ -13,15 +13,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cpuset_adapters.fake_topology import StaticTopologySource
-from cpuset_adapters.machines import (
-    BIG_1024,
-    DUAL_SOCKET_HT,
-    EPYC_LIKE,
-    MachineShape,
-    build_topology,
-)
-from cpuset_cli import metrics
+from cpuset_adapters.static_topology import StaticTopologySource
+from cpuset_cli import placement_quality
 from cpuset_cli.commands.simulate import make_simulate, simulate
 from cpuset_cli.simulate import (
     AddEvent,
@@ -42,6 +35,13 @@ from cpuset_core import (
     PodFacts,
     Settings,
     Topology,
+)
+from cpuset_lab.machines import (
+    BIG_1024,
+    DUAL_SOCKET_HT,
+    EPYC_LIKE,
+    MachineShape,
+    build_topology,
 )
 
 # DUAL_SOCKET_HT: 16 CPUs, NUMA node 0 = 0-3,8-11, node 1 = 4-7,12-15, siblings n and n+8,
@@ -68,7 +68,7 @@ def trace(*events: dict[str, Any]) -> dict[str, Any]:
     return {"events": list(events)}
 
 
-def run(topology: Topology, *events: dict[str, Any]) -> metrics.Metrics:
+def run(topology: Topology, *events: dict[str, Any]) -> placement_quality.Metrics:
     return replay(topology, parse_trace(trace(*events))).metrics
 
 
@@ -255,22 +255,22 @@ def test_an_empty_trace_gives_empty_results_and_null_percentages(tmp_path: Path)
 def test_requests_that_fit_a_numa_node_are_confined_and_others_are_not_counted() -> None:
     # 10 CPUs fit no 8-CPU node: not eligible. 3 and 2 then fit node 1: eligible and confined.
     m = run(DUAL, add(1, 10), add(2, 3), add(3, 2))
-    assert m.numa_confined == metrics.Ratio(met=2, eligible=2, percent=100.0)
-    assert m.l3_confined == metrics.Ratio(met=2, eligible=2, percent=100.0)
+    assert m.numa_confined == placement_quality.Ratio(met=2, eligible=2, percent=100.0)
+    assert m.l3_confined == placement_quality.Ratio(met=2, eligible=2, percent=100.0)
 
 
 def test_l3_confinement_counts_only_requests_that_fit_an_l3_group() -> None:
     # EPYC_LIKE L3 groups hold 8 CPUs: 6 and 8 fit one, 12 fits only a NUMA node.
     m = run(EPYC, add(1, 6), add(2, 8), add(3, 12))
-    assert m.l3_confined == metrics.Ratio(met=2, eligible=2, percent=100.0)
-    assert m.numa_confined == metrics.Ratio(met=3, eligible=3, percent=100.0)
+    assert m.l3_confined == placement_quality.Ratio(met=2, eligible=2, percent=100.0)
+    assert m.numa_confined == placement_quality.Ratio(met=3, eligible=3, percent=100.0)
 
 
 def test_whole_core_counts_even_requests_when_whole_free_cores_exist() -> None:
     # 3 is odd: not eligible. 2 and 4 are, and get whole cores.
     m = run(DUAL, add(1, 3), add(2, 2), add(3, 4))
     assert m.threads_per_core == 2
-    assert m.whole_core == metrics.Ratio(met=2, eligible=2, percent=100.0)
+    assert m.whole_core == placement_quality.Ratio(met=2, eligible=2, percent=100.0)
 
 
 def test_whole_core_is_not_eligible_without_enough_whole_free_cores() -> None:
@@ -284,7 +284,7 @@ def test_whole_core_is_not_eligible_without_enough_whole_free_cores() -> None:
 def test_split_cores_average_and_max_over_the_states_after_each_event() -> None:
     # 1 takes CPU 0; the pin on its sibling 8 splits core 0/8; the del un-splits it.
     m = run(DUAL, add(1, 1), add(2, pinned="8"), delete(2))
-    assert m.split_cores == metrics.SplitCores(time_average=round(1 / 3, 3), max=1)
+    assert m.split_cores == placement_quality.SplitCores(time_average=round(1 / 3, 3), max=1)
     assert m.events == 3
 
 
@@ -312,7 +312,7 @@ def test_decision_time_percentiles_use_the_callers_clock() -> None:
         (0, next(durations) * 1_000_000) for _ in range(4))
     events = parse_trace(trace(add(1, 1), add(2, 1), delete(1), add(3, 1), add(4, 1)))
     m = replay(DUAL, events, clock=lambda: next(ticks)).metrics
-    assert m.decision_ms == metrics.DecisionTimes(count=4, p50=2.0, p99=4.0, max=4.0)
+    assert m.decision_ms == placement_quality.DecisionTimes(count=4, p50=2.0, p99=4.0, max=4.0)
 
 
 def test_progress_callback_sees_every_event() -> None:
@@ -349,15 +349,15 @@ def test_a_2000_event_churn_on_1024_cpus_replays_with_sane_metrics() -> None:
 
 
 def test_recorder_counts_spanning_and_split_placements_against_the_policy() -> None:
-    recorder = metrics.QualityRecorder(DUAL)
+    recorder = placement_quality.QualityRecorder(DUAL)
     everything = DUAL.online
     recorder.request(2, everything, CPUSet((0, 4)))   # two nodes, two half cores
     recorder.request(2, everything, CPUSet((1, 9)))   # one node, one whole core
     recorder.request(4, everything, None)             # rejected with 16 free
     recorder.request(20, everything, None)            # rejected, could not fit
     summary = recorder.summary()
-    assert summary.numa_confined == metrics.Ratio(1, 2, 50.0)
-    assert summary.whole_core == metrics.Ratio(1, 2, 50.0)
+    assert summary.numa_confined == placement_quality.Ratio(1, 2, 50.0)
+    assert summary.whole_core == placement_quality.Ratio(1, 2, 50.0)
     assert summary.failures_with_free_cpus == 1
     assert (summary.requests, summary.admitted, summary.rejected) == (4, 2, 2)
 
@@ -367,20 +367,20 @@ def test_recorder_counts_spanning_and_split_placements_against_the_policy() -> N
     ([4.0, 1.0, 3.0, 2.0], 100, 4.0), (list(map(float, range(1, 101))), 99, 99.0),
 ])
 def test_percentile_is_nearest_rank(values: list[float], q: float, expected: float) -> None:
-    assert metrics.percentile(values, q) == expected
+    assert placement_quality.percentile(values, q) == expected
 
 
 def test_percentile_refuses_no_values_and_bad_ranks() -> None:
     with pytest.raises(ValueError, match="no values"):
-        metrics.percentile([], 50)
+        placement_quality.percentile([], 50)
     with pytest.raises(ValueError, match="outside"):
-        metrics.percentile([1.0], 0)
+        placement_quality.percentile([1.0], 0)
 
 
 def test_threads_per_core_is_the_largest_online_core() -> None:
     shape = MachineShape(sockets=1, numa_per_socket=1, cores_per_numa=2, threads_per_core=2,
                          offline=CPUSet((3,)))
-    domains = metrics.Domains(build_topology(shape))
+    domains = placement_quality.Domains(build_topology(shape))
     assert domains.threads_per_core == 2
     assert domains.whole_cores(CPUSet((1,)))  # core 1/3 has only CPU 1 online
 
@@ -388,8 +388,9 @@ def test_threads_per_core_is_the_largest_online_core() -> None:
 def _split_from_scratch(topology: Topology, ledger: Ledger) -> int:
     count = 0
     for core in topology.cores:
-        owners = {ledger.int_owner.get(cpu) or (metrics.PINNED_OWNER if cpu in ledger.pinned
-                                                 else None) for cpu in core & topology.online}
+        owners = {ledger.int_owner.get(cpu)
+                  or (placement_quality.PINNED_OWNER if cpu in ledger.pinned else None)
+                  for cpu in core & topology.online}
         count += len(owners - {None}) > 1
     return count
 
@@ -397,14 +398,14 @@ def _split_from_scratch(topology: Topology, ledger: Ledger) -> int:
 def test_the_split_core_tracker_agrees_with_a_full_recount_on_a_random_mix() -> None:
     rng = random.Random(11)
     engine = CpusetEngine(EPYC)
-    tracker = metrics.SplitCoreTracker(EPYC)
+    tracker = placement_quality.SplitCoreTracker(EPYC)
     live: list[str] = []
     for n in range(300):
         before = engine.ledger
         if live and rng.random() < 0.4:
             cid = live.pop(rng.randrange(len(live)))
             engine.commit(engine.plan_release(cid))
-            tracker.assign(metrics.owner_changes(before, engine.ledger))
+            tracker.assign(placement_quality.owner_changes(before, engine.ledger))
         else:
             cid = f"c{n}"
             if rng.random() < 0.2:
@@ -424,7 +425,7 @@ def test_the_split_core_tracker_agrees_with_a_full_recount_on_a_random_mix() -> 
                 continue
             engine.commit(plan)
             live.append(cid)
-            tracker.assign(metrics.owner_changes(before, engine.ledger,
+            tracker.assign(placement_quality.owner_changes(before, engine.ledger,
                                                  (m.previous_cpus | m.cpus for m in plan.moves)))
         assert tracker.count == _split_from_scratch(EPYC, engine.ledger)
 

@@ -10,7 +10,10 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_adapters.machines import (
+from cpuset_adapters.topology_file import dump_topology, write_topology
+from cpuset_cli.commands.topology import topology
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     EPYC_LIKE,
     EPYC_NPS4_256,
@@ -19,9 +22,6 @@ from cpuset_adapters.machines import (
     build_topology,
     write_sysfs_tree,
 )
-from cpuset_adapters.topology_file import dump_topology, write_topology
-from cpuset_cli.commands.topology import topology
-from cpuset_core.cpuset import CPUSet
 
 REAL_ONLINE = Path("/sys/devices/system/cpu/online")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_core.drift import Drifted, DriftReport, assess
+from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs
 

@@ -30,14 +30,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from cpuset_adapters.fake import FakeHost, FakeRuntime
-from cpuset_adapters.machines import (
-    DUAL_SOCKET_HT,
-    EPYC_LIKE,
-    OFFLINE_ISOLATED,
-    THIS_MACHINE_LIKE,
-    build_topology,
-)
+from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
@@ -52,6 +45,13 @@ from cpuset_core import (
     Spanning,
     UpdateTransactionError,
     violations,
+)
+from cpuset_lab.machines import (
+    DUAL_SOCKET_HT,
+    EPYC_LIKE,
+    OFFLINE_ISOLATED,
+    THIS_MACHINE_LIKE,
+    build_topology,
 )
 
 SHAPES = [THIS_MACHINE_LIKE, DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED]
@@ -84,8 +84,8 @@ class EngineLifecycle(RuleBasedStateMachine):
                                  min_shared_pool=min_pool, **options)
         self.topology = topology
         self.engine = CpusetEngine(topology, self.settings)
-        self.host = FakeHost(topology)
-        self.runtime = FakeRuntime(self.host, self.engine)
+        self.host = DryRunHost(topology)
+        self.runtime = DryRunRuntime(self.host, self.engine)
 
     # -- helpers -------------------------------------------------------------------------------
 

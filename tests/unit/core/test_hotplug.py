@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 from cpuset_core import (
     ContainerFacts,
     CPUSet,
@@ -24,6 +23,7 @@ from cpuset_core import (
     Topology,
     violations,
 )
+from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 
 PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest

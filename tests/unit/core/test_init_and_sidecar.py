@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 from cpuset_core import (
     ContainerFacts,
     CPUSet,
@@ -20,6 +19,7 @@ from cpuset_core import (
     violations,
 )
 from cpuset_core.reuse import MAX_PODS, LeftBehind
+from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 
 PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest

@@ -31,7 +31,6 @@ from hypothesis.stateful import (
     rule,
 )
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, EPYC_LIKE, THIS_MACHINE_LIKE, build_topology
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
@@ -44,6 +43,7 @@ from cpuset_core import (
     violations,
 )
 from cpuset_core.policy.shared import exclusive_free
+from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, THIS_MACHINE_LIKE, build_topology
 
 SHAPES = [THIS_MACHINE_LIKE, DUAL_SOCKET_HT, EPYC_LIKE]
 PERIOD = 100_000

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cpuset_adapters.fake import FakeHost, FakeRuntime
+from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import UpdateTransactionError
@@ -82,7 +82,7 @@ def test_no_updates_give_no_steps() -> None:
     assert stage([]) == ()
 
 
-# -- apply_transaction with a FakeHost ---------------------------------------------------------
+# -- apply_transaction with a DryRunHost ---------------------------------------------------------
 
 BEFORE: Mapping[str, str] = {"s1": "0-7", "s2": "0-7", "i": "8-9", "s3": "10-11"}
 AFTER: Mapping[str, str] = {"s1": "2-9", "s2": "2-7", "i": "0-1", "s3": "8-11"}
@@ -95,14 +95,14 @@ UPDATES = (
 STEP_IDS = [["s1", "s2"], ["i"], ["s1", "s3"]]
 
 
-def make_host(state: Mapping[str, str] = BEFORE) -> FakeHost:
-    host = FakeHost(DUAL_SOCKET)
+def make_host(state: Mapping[str, str] = BEFORE) -> DryRunHost:
+    host = DryRunHost(DUAL_SOCKET)
     for cid, text in state.items():
         host.start_unmanaged(ContainerFacts(id=cid, sandbox_id="sb", name=cid, cpus=text))
     return host
 
 
-def cpus_on(host: FakeHost) -> dict[str, str]:
+def cpus_on(host: DryRunHost) -> dict[str, str]:
     result: dict[str, str] = {}
     for cid, live in host.containers.items():
         assert live.cpus is not None
@@ -158,10 +158,10 @@ def test_a_failed_update_restores_every_container_and_names_the_failed_batch(
 
 @dataclass
 class RejectingBatches:
-    """A ContainerUpdater in front of a FakeHost that rejects chosen batches (by call number)
+    """A ContainerUpdater in front of a DryRunHost that rejects chosen batches (by call number)
     outright: nothing of a rejected batch is applied, and every container in it is named."""
 
-    host: FakeHost
+    host: DryRunHost
     reject: frozenset[int]
     calls: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -216,7 +216,7 @@ def test_failed_restore_leaves_the_containers_it_could_not_restore_and_says_so()
 def test_failed_reassignment_leaves_the_runtime_and_the_ledger_unchanged() -> None:
     engine = CpusetEngine(DUAL_SOCKET)
     host = make_host({})
-    runtime = FakeRuntime(host, engine)
+    runtime = DryRunRuntime(host, engine)
     web, db = pod("web", qos="burstable"), pod("db")
     runtime.create_container(web, container("web", web))
     runtime.create_container(db, container("db", db, cpu_limit=2))

@@ -1,7 +1,7 @@
 """Named machines for the core's unit tests, and small builders of pods and containers.
 
 Every machine is an immutable ``Topology``, so module constants are safe to share between tests.
-Shapes come from ``cpuset_adapters.machines`` (Linux numbering: a core's threads are ``n`` and
+Shapes come from ``cpuset_lab.machines`` (Linux numbering: a core's threads are ``n`` and
 ``n + total_cores``); the few irregular ones are built by hand from ``CpuInfo``.
 """
 
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cpuset_adapters.machines import (
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.model import ContainerFacts, PodFacts
+from cpuset_core.topology import CpuInfo, Topology
+from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     EPYC_LIKE,
     EPYC_NPS4_256,
@@ -18,9 +21,6 @@ from cpuset_adapters.machines import (
     MachineShape,
     build_topology,
 )
-from cpuset_core.cpuset import CPUSet
-from cpuset_core.model import ContainerFacts, PodFacts
-from cpuset_core.topology import CpuInfo, Topology
 
 
 def cpus(text: str) -> CPUSet:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.machines import EPYC_LIKE, build_topology
 from cpuset_core import AdmissionError, CpusetEngine, Settings, Spanning
+from cpuset_lab.machines import EPYC_LIKE, build_topology
 from tests.unit.core.topologies import container, pod
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "allocation.md"

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler import EVENTS, CpusetNriHandler
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_core import CPUSet, CpusetEngine
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings, nodes 0-3,8-11 / rest
 

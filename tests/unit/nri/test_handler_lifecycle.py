@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from cpuset_adapters.fake_topology import StaticTopologySource
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap, state_view
 from cpuset_core import CPUSet
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from tests.unit.nri.test_handler import container, make, pod
 
 

@@ -19,14 +19,14 @@ from cpuset_adapters.cri.client import (
     Resources,
 )
 from cpuset_adapters.cri.inventory import read_inventory
-from cpuset_adapters.fake_topology import StaticTopologySource
-from cpuset_adapters.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import InheritedSocket
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.transaction import apply_staged
+from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_core import ContainerUpdate, CPUSet, Kind, UpdateTransactionError
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 
 def update(cid: str, before: str, after: str, kind: Kind = Kind.SHARED) -> ContainerUpdate:

@@ -1,4 +1,4 @@
-"""``nri-cpuset lab-demo``: the plugin for real, on a private containerd, with demonstration pods.
+"""The demo on a real runtime (``python -m cpuset_lab demo``, run by ``scripts/demo``).
 
 Starts a containerd 1.7 with NRI in a temporary directory (installed by
 ``scripts/install-containerd``), runs ``nri-cpuset run`` against it, then plays the same
@@ -18,13 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import click
-
-from cpuset_adapters.cri.client import CriClient, CriError, QosClass, Resources, cgroup_parent
-from cpuset_adapters.lab import cgroups
-from cpuset_adapters.lab.containerd import LabContainerd, find_installation
+from cpuset_adapters.cri.client import CriError, Resources
 from cpuset_cli import demo
 from cpuset_core import ContainerFacts, CpusetError, PodFacts, Topology
+from cpuset_lab import cgroups
+from cpuset_lab.containerd import LabContainerd, find_installation
+from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent
+
+
+class DemoError(RuntimeError):
+    """The demo could not run (the plugin did not come up); the message says why."""
 
 
 def run(topology: Topology, echo: Callable[[str], None]) -> int:
@@ -62,12 +65,12 @@ def _wait_for(check: Callable[[], bool], log: Path, timeout: float = 20.0) -> No
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise click.ClickException(f"the plugin did not synchronize within {timeout} s; "
+            raise DemoError(f"the plugin did not synchronize within {timeout} s; "
                                        f"log:\n{log.read_text(errors='replace')[-2000:]}")
         time.sleep(0.05)
 
 
-def _play(topology: Topology, lab: LabContainerd, cri: CriClient,
+def _play(topology: Topology, lab: LabContainerd, cri: KubeletClient,
           echo: Callable[[str], None]) -> int:
     shadow = _Shadow(topology)
     pods: dict[str, str] = {}
@@ -114,7 +117,7 @@ def _expect(predicted_ok: bool, *, admitted: bool, echo: Callable[[str], None]) 
     return 1
 
 
-def _run_pod(cri: CriClient, pod: PodFacts) -> str:
+def _run_pod(cri: KubeletClient, pod: PodFacts) -> str:
     qos = QosClass.BURSTABLE if "burstable" in pod.cgroup_parent else QosClass.GUARANTEED
     return cri.run_pod(pod.name, pod.namespace, pod.uid, annotations=dict(pod.annotations),
                        cgroup_parent=cgroup_parent(qos, pod.uid))
@@ -125,7 +128,7 @@ def _resources(container: ContainerFacts) -> Resources:
                      cpu_shares=container.cpu_shares or 2, memory_limit=64 * 2**20)
 
 
-def _show(cri: CriClient, live: dict[str, tuple[str, str]], shadow: _Shadow,
+def _show(cri: KubeletClient, live: dict[str, tuple[str, str]], shadow: _Shadow,
           echo: Callable[[str], None]) -> int:
     """Print every running container's enforced cpuset; return how many differ from the dry
     run's placement."""
@@ -149,7 +152,7 @@ class _Shadow:
     compared with the dry run's."""
 
     def __init__(self, topology: Topology) -> None:
-        from cpuset_adapters.fake_topology import StaticTopologySource  # noqa: PLC0415
+        from cpuset_adapters.static_topology import StaticTopologySource  # noqa: PLC0415
         from cpuset_cli import bootstrap  # noqa: PLC0415
 
         self.dry_run = bootstrap.build_dry_run(StaticTopologySource(topology))

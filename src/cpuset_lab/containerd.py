@@ -33,9 +33,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
-from cpuset_adapters.cri.client import CriClient, CriError, RuntimeVersion
-from cpuset_adapters.lab import cgroups
-from cpuset_adapters.lab.image import IMAGE_NAME, build_image_archive
+from cpuset_adapters import cgroupfs
+from cpuset_adapters.cri.client import CriError, RuntimeVersion
+from cpuset_lab import cgroups
+from cpuset_lab.image import IMAGE_NAME, build_image_archive
+from cpuset_lab.kubelet import KubeletClient
 
 #: Where ``scripts/install-containerd`` puts things (override with ``NRI_CPUSET_LAB``).
 DEFAULT_LAB_DIR: Final = Path("/var/lib/nri-cpuset-lab")
@@ -130,7 +132,7 @@ class LabContainerd:
         self.image = image
         self.start_timeout = start_timeout
         self._process: subprocess.Popen[bytes] | None = None
-        self._client: CriClient | None = None
+        self._client: KubeletClient | None = None
 
     # -- paths --
 
@@ -309,10 +311,10 @@ class LabContainerd:
         raise LabError(f"containerd did not answer CRI Version within {self.start_timeout}s "
                        f"({last})\n{self.log_tail()}")
 
-    def client(self) -> CriClient:
+    def client(self) -> KubeletClient:
         """A CRI client on this containerd (one per lab; it reconnects across restarts)."""
         if self._client is None:
-            self._client = CriClient(self.cri_address)
+            self._client = KubeletClient(self.cri_address)
         return self._client
 
     def stop(self, *, cleanup: bool = True, timeout: float = 15.0) -> None:
@@ -404,7 +406,7 @@ class LabContainerd:
             client.stop_pod(pod.id)
             client.remove_pod(pod.id)
         for parent in _remove_pod_cgroups(parents):
-            if not cgroups.cgroup_dir(parent).exists():
+            if not cgroupfs.cgroup_dir(parent).exists():
                 client.cgroup_parents.discard(parent)
         return len(pods)
 

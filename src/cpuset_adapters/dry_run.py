@@ -2,7 +2,7 @@
 
 For fast tests and for dry runs (``nri-cpuset plan``). It plays both sides the real runtime
 plays: it is the :class:`~cpuset_core.ports.ContainerUpdater` the engine's updates go to, and
-:class:`FakeRuntime` drives a :class:`~cpuset_core.ports.RuntimeEvents` implementation through
+:class:`DryRunRuntime` drives a :class:`~cpuset_core.ports.RuntimeEvents` implementation through
 the container lifecycle the way containerd's NRI does.
 """
 
@@ -27,7 +27,7 @@ from cpuset_core import (
 
 
 @attrs.define
-class FakeContainer:
+class DryRunContainer:
     """A container as the fake runtime holds it: its facts and its live cpuset."""
 
     facts: ContainerFacts
@@ -43,7 +43,7 @@ class FakeContainer:
 
 
 @attrs.define
-class FakeHost:
+class DryRunHost:
     """Holds pods and containers in memory and applies live updates to them.
 
     ``fail_updates_for(cid, times)`` makes the next ``times`` batches that touch ``cid`` fail the
@@ -53,7 +53,7 @@ class FakeHost:
 
     topology: Topology
     pods: dict[str, PodFacts] = attrs.field(factory=dict)
-    containers: dict[str, FakeContainer] = attrs.field(factory=dict)
+    containers: dict[str, DryRunContainer] = attrs.field(factory=dict)
     batches: list[tuple[ContainerUpdate, ...]] = attrs.field(factory=list)
     _failures: dict[str, int] = attrs.field(factory=dict)
 
@@ -93,7 +93,7 @@ class FakeHost:
 
     def start_unmanaged(self, facts: ContainerFacts) -> None:
         """Start a container without telling any plugin (as before the plugin came up)."""
-        self.containers[facts.id] = FakeContainer(facts, _parse(facts.cpus), _parse(facts.mems))
+        self.containers[facts.id] = DryRunContainer(facts, _parse(facts.cpus), _parse(facts.mems))
 
     def reported_containers(self) -> list[ContainerFacts]:
         return [c.reported() for c in self.containers.values()]
@@ -104,8 +104,8 @@ def _parse(text: str) -> CPUSet | None:
 
 
 @attrs.define
-class FakeRuntime:
-    """Drives the engine through the lifecycle like containerd's NRI, against a FakeHost.
+class DryRunRuntime:
+    """Drives the engine through the lifecycle like containerd's NRI, against a DryRunHost.
 
     * create: plan; apply the plan's live updates as one all-or-nothing transaction; only then
       commit and start the container with its placement. Any error leaves everything as it was.
@@ -114,7 +114,7 @@ class FakeRuntime:
       ``drifted`` until the next synchronize corrects them.
     """
 
-    host: FakeHost
+    host: DryRunHost
     engine: RuntimeEvents
     drifted: set[str] = attrs.field(factory=set)
 
@@ -133,7 +133,7 @@ class FakeRuntime:
         self.engine.commit(plan)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
-        self.host.containers[facts.id] = FakeContainer(facts, placement.cpus, placement.mems)
+        self.host.containers[facts.id] = DryRunContainer(facts, placement.cpus, placement.mems)
         return plan
 
     def resize_container(self, pod: PodFacts, facts: ContainerFacts) -> Plan:

@@ -129,7 +129,7 @@ def build_image_archive(
             "WorkingDir": "/",
         },
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-        "history": [{"created_by": "cpuset_adapters.lab.image", "comment": "busybox-static"}],
+        "history": [{"created_by": "cpuset_lab.image", "comment": "busybox-static"}],
     })
     config_digest = _digest(config)
     manifest = _json({

@@ -1,23 +1,21 @@
-"""Reading what the kernel actually enforces on a container: its cgroup cpuset and its process's
-allowed CPUs and memory nodes. The e2e tests compare these with what the plugin decided.
+"""What the kernel enforces on a container: its cgroup's cpuset files, found from the cgroup
+path the runtime reports.
 
 Both cgroup layouts are handled; ``cgroup_version()`` tells which one a root uses:
 
-- v1 (this project's lab machines): one hierarchy per controller, the container's cpuset at
+- v1: one hierarchy per controller, the container's cpuset at
   ``/sys/fs/cgroup/cpuset/<cgroup_parent>/<container id>/cpuset.cpus`` (and ``cpuset.mems``;
   ``cpuset.effective_cpus`` / ``cpuset.effective_mems`` are what the kernel applies);
 - v2 (most production nodes): one tree, ``/sys/fs/cgroup/<path>/cpuset.cpus`` (configured, may be
   empty = inherit) and ``cpuset.cpus.effective`` (applied).
 
-A container's cgroup path is best taken from its process (``/proc/<pid>/cgroup``), which is what
-the kernel really uses, or from the OCI spec's ``linux.cgroupsPath`` (CRI verbose status). Paths
-in the systemd driver's ``slice:prefix:name`` form are expanded the way runc does.
+A container's cgroup path is its OCI ``linux.cgroupsPath`` (what NRI and CRI's verbose status
+report) or its process's (``/proc/<pid>/cgroup``). Paths in the systemd driver's
+``slice:prefix:name`` form are expanded the way runc does.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,11 +24,6 @@ from cpuset_core.cpuset import CPUSet
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 PROC_ROOT: Final = Path("/proc")
-SYS_ROOT: Final = Path("/sys")
-#: v1 controllers runc creates a directory in for every container (those mounted are used).
-V1_CONTROLLERS: Final = ("cpuset", "cpu", "cpuacct", "cpu,cpuacct", "memory", "pids", "blkio",
-                         "devices", "freezer", "hugetlb", "net_cls", "net_prio", "net_cls,net_prio",
-                         "perf_event", "rdma", "misc", "systemd", "unified")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,28 +38,9 @@ class CgroupCpuset:
     effective_mems: CPUSet
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessAffinity:
-    """``Cpus_allowed_list`` and ``Mems_allowed_list`` of one process (``/proc/<pid>/status``)."""
-
-    pid: int
-    cpus: CPUSet
-    mems: CPUSet
-
-
 def cgroup_version(root: Path = CGROUP_ROOT) -> int:
     """2 when ``root`` is a unified (v2) hierarchy, else 1."""
     return 2 if (root / "cgroup.controllers").is_file() else 1
-
-
-def online_cpus(sys_root: Path = SYS_ROOT) -> CPUSet:
-    return CPUSet.parse((sys_root / "devices/system/cpu/online").read_text().strip())
-
-
-def online_mems(sys_root: Path = SYS_ROOT) -> CPUSet:
-    """Online NUMA nodes (``{0}`` on machines without ``/sys/devices/system/node``)."""
-    path = sys_root / "devices/system/node/online"
-    return CPUSet.parse(path.read_text().strip()) if path.is_file() else CPUSet([0])
 
 
 def expand_systemd_path(cgroups_path: str) -> str:
@@ -139,43 +113,3 @@ def container_cpuset(cgroups_path: str, *, root: Path = CGROUP_ROOT) -> CgroupCp
 def process_cpuset(pid: int, *, proc: Path = PROC_ROOT, root: Path = CGROUP_ROOT) -> CgroupCpuset:
     """The cpuset of the cgroup ``pid`` is in."""
     return container_cpuset(process_cgroup(pid, proc=proc, root=root), root=root)
-
-
-def process_affinity(pid: int, *, proc: Path = PROC_ROOT) -> ProcessAffinity:
-    """``Cpus_allowed_list`` / ``Mems_allowed_list`` of ``pid`` (what the scheduler applies)."""
-    fields: dict[str, str] = {}
-    for line in (proc / str(pid) / "status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    try:
-        cpus, mems = fields["Cpus_allowed_list"], fields["Mems_allowed_list"]
-    except KeyError as missing:
-        raise LookupError(f"/proc/{pid}/status has no {missing.args[0]}") from None
-    return ProcessAffinity(pid=pid, cpus=CPUSet.parse(cpus), mems=CPUSet.parse(mems))
-
-
-def remove_cgroup(cgroups_path: str, *, root: Path = CGROUP_ROOT, parents: int = 0) -> list[Path]:
-    """``rmdir`` the cgroup ``cgroups_path`` in every hierarchy (v1) or the unified tree (v2),
-    and then up to ``parents`` of its ancestors, as long as they are empty (``rmdir`` refuses a
-    cgroup that still has tasks or children, so nothing in use is touched). Returns what was
-    removed. runc deletes a container's own cgroup but not the pod-level parents a kubelet would
-    clean up; the lab uses this for those."""
-    relative = Path(expand_systemd_path(cgroups_path).lstrip("/"))
-    if not relative.parts:
-        return []
-    bases = [root] if cgroup_version(root) == 2 else [
-        root / c for c in V1_CONTROLLERS if (root / c).is_dir() and not (root / c).is_symlink()]
-    removed: list[Path] = []
-    for base in bases:
-        target = relative
-        for _ in range(parents + 1):
-            if not target.parts:
-                break
-            directory = base / target
-            with contextlib.suppress(FileNotFoundError, OSError):
-                os.rmdir(directory)
-                removed.append(directory)
-            if directory.exists():
-                break
-            target = target.parent
-    return removed

@@ -15,7 +15,6 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
-    from cpuset_adapters.nri.handler import CpusetNriHandler
     from cpuset_cli.daemon import Daemon
     from cpuset_cli.live_config import LiveConfig
 
@@ -63,12 +62,10 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
-    from cpuset_adapters.nri.handler import CpusetNriHandler  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
-    from cpuset_adapters.nri.pusher import UpdatePusher  # noqa: PLC0415
-    from cpuset_adapters.nri.session import NriSession  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
     from cpuset_cli.daemon import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
+    from cpuset_service.placement import PlacementService  # noqa: PLC0415
 
     if config is not None:
         from cpuset_adapters.config import to_settings  # noqa: PLC0415
@@ -83,29 +80,17 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     engine = (CpusetEngine(config.topology, settings) if config is not None
               else build_engine(topology_source, settings))
     metrics = PluginMetrics(request_timeout)
-    pusher = UpdatePusher(engine, observer=metrics)
-    handler = CpusetNriHandler(engine, pusher, observer=metrics)
+    service = PlacementService(engine, observer=metrics)
     if config is not None:
-        config.engine = engine
-        config.replace_engine = lambda new: _replace_engine(handler, new)
-    session = NriSession(handler, name=launch.name, index=launch.index, observer=metrics)
+        config.attach(service)
     watcher = None
     if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
         watcher = OnlineCpuWatcher(
             topology_source.root / "devices" / "system" / "cpu" / "online", topology_source,
             interval=hotplug_interval)
-    return Daemon(session=session, handler=handler, pusher=pusher, endpoint=launch.endpoint,
-                  cri_socket=cri_socket or DEFAULT_CRI_SOCKET, status_socket=status_socket,
-                  metrics=metrics, listen=listen or None, config=config, watcher=watcher)
-
-
-def _replace_engine(handler: CpusetNriHandler, settings: Settings) -> CpusetEngine | None:
-    """A new engine for ``settings`` in place of the handler's, if it has decided nothing."""
-    if handler.decided:
-        return None
-    engine = CpusetEngine(handler.engine.topology, settings)
-    handler.replace_engine(engine)
-    return engine
+    return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
+                  status_socket=status_socket, metrics=metrics, listen=listen or None,
+                  config=config, watcher=watcher)
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

@@ -1,4 +1,5 @@
-"""The ``nri-cpuset run`` daemon: one NRI session plus the background update task."""
+"""The ``nri-cpuset run`` daemon: the placement service behind one NRI session, its background
+updates, and the other sources of change (CRI inventory, hotplug watcher, configuration)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ from cpuset_adapters.config import Observability
 from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
-from cpuset_adapters.nri.launch import Endpoint, InheritedSocket
-from cpuset_adapters.nri.pusher import UpdatePusher
+from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
 from cpuset_adapters.nri.session import NriSession
-from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.observability import probes
 from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
@@ -32,7 +31,8 @@ from cpuset_core import (
     Topology,
     UpdateTransactionError,
 )
-from cpuset_core.drift import assess
+from cpuset_service.placement import PlacementService
+from cpuset_service.staged import apply_staged
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
@@ -44,10 +44,9 @@ INVENTORY_ATTEMPTS = 60
 class Daemon:
     """Everything the running plugin is made of (built by ``bootstrap.build_daemon``)."""
 
-    session: NriSession
-    handler: CpusetNriHandler
-    pusher: UpdatePusher
-    endpoint: Endpoint
+    service: PlacementService
+    launch: Launch
+    """Our name and index, and where the runtime is."""
     cri_socket: str = DEFAULT_CRI_SOCKET
     status_socket: str | None = None
     metrics: PluginMetrics = field(default_factory=PluginMetrics)
@@ -58,10 +57,20 @@ class Daemon:
     watcher: OnlineCpuWatcher | None = None
     """Polls the online CPU list (``None``: the topology is fixed, e.g. from a file)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
+    handler: CpusetNriHandler = field(init=False)
+    session: NriSession = field(init=False)
 
     def __post_init__(self) -> None:
-        self.handler.on_configured = self._configured
+        # Raises InvalidPluginIdentityError (a ValueError) for a name or index the runtime
+        # would refuse.
+        self.handler = CpusetNriHandler(self.service, on_configured=self.configured)
+        self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
+                                  observer=self.metrics)
         self.metrics.watch(self.sample)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.launch.endpoint
 
     @property
     def observability(self) -> Observability:
@@ -69,7 +78,7 @@ class Daemon:
         ``log_format``); the built-in defaults without a configuration."""
         return self.config.current.observability if self.config else Observability()
 
-    def _configured(self, info: RuntimeInfo) -> None:
+    def configured(self, info: RuntimeInfo) -> None:
         """Apply the runtime's plugin config (pre-installed plugins' drop-in file), if any.
 
         A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
@@ -94,7 +103,7 @@ class Daemon:
         while failures < INVENTORY_ATTEMPTS:
             # Looked up at every attempt: a reload before the first decision replaces the
             # engine, and containers decided on the new one must be in the adoption.
-            engine = self.handler.engine
+            engine = self.service.engine
             before = engine.ledger
             try:
                 pods, containers = await loop.run_in_executor(None, _read_inventory,
@@ -105,23 +114,23 @@ class Daemon:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
-            if self.handler.engine is not engine or engine.ledger is not before:
+            if self.service.engine is not engine or engine.ledger is not before:
                 # Events were decided while reading: the snapshot may miss them. Not a
                 # failure (a busy node would otherwise exhaust the attempts); pause briefly.
                 await asyncio.sleep(0.05)
                 continue
             pods, containers = _with_undecided(engine, pods, containers)
-            plan = self.handler.adopt(pods, containers, source="CRI inventory")
-            drift = assess(plan, pods, containers)
+            plan = self.service.synchronize(pods, containers, source="CRI inventory",
+                                            caller_applies=True).plan
+            failure = ""
             try:
-                await apply_staged(self.session.update_containers, plan.updates,
-                                   "CRI inventory", observer=self.metrics)
+                await apply_staged(self.session.apply_updates, plan.updates, "CRI inventory",
+                                   observer=self.service.observer)
             except UpdateTransactionError as exc:
                 _log.error("%s; retrying from the background", exc)
-                self.pusher.mark_dirty(u.container_id for u in plan.updates)
-                drift = drift.with_failed({u.container_id for u in plan.updates},
-                                          f"the correction failed: {exc}")
-            self.handler.record_drift(drift, source="CRI inventory")
+                failure = str(exc)
+            self.service.corrections_applied(plan, pods, containers, source="CRI inventory",
+                                             failure=failure)
             return
         _log.error("no CRI inventory after %d attempts: containers that were running before "
                    "this plugin started are unknown to it", INVENTORY_ATTEMPTS)
@@ -130,35 +139,35 @@ class Daemon:
         """CPUs went offline or came back: re-place every container and apply the moves as
         one staged transaction (shrink, move, grow). The change is committed first, like a
         release: the CPUs are gone (or back) whatever the runtime does with the updates."""
-        plan = self.handler.adopt_topology(topology)
+        plan = self.service.topology_changed(topology)
         if self.config is not None:
             self.config.topology = topology  # reloads are checked against today's CPUs
         if not plan.updates or not self.session.connected:
             # Not connected: the next Synchronize corrects every container anyway.
             return
         try:
-            await apply_staged(self.session.update_containers, plan.updates, "topology change",
-                               observer=self.metrics)
+            await apply_staged(self.session.apply_updates, plan.updates, "topology change",
+                               observer=self.service.observer)
         except UpdateTransactionError as exc:
             _log.error("%s; retrying from the background", exc)
-            self.pusher.force(u.container_id for u in plan.updates)
+            self.service.pusher.force(u.container_id for u in plan.updates)
             return
         for update in plan.updates:
-            self.pusher.record_applied(update.container_id, update.cpus, update.mems)
-        if self.handler.engine.ledger is not plan.result:
+            self.service.pusher.record_applied(update.container_id, update.cpus, update.mems)
+        if self.service.ledger is not plan.result:
             # Decided while the updates were in flight: the pusher sends whatever differs.
-            self.pusher.mark_dirty(u.container_id for u in plan.updates)
+            self.service.pusher.mark_dirty(u.container_id for u in plan.updates)
 
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         status = await self._serve_status()
         http = self._serve_http()
-        pushing = asyncio.create_task(self.pusher.run(self.session.update_containers),
+        pushing = asyncio.create_task(self.service.pusher.run(self.session.apply_updates),
                                       name="update-pusher")
         watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
                     if self.config is not None else None)
         hotplug = None if self.watcher is None else asyncio.create_task(
-            self.watcher.run(lambda: self.handler.engine.topology.online,
+            self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
         try:
             await self.session.run_forever(self.endpoint)
@@ -207,48 +216,28 @@ class Daemon:
     def readiness(self) -> Probe:
         """``/readyz`` (any thread): registered and synchronized."""
         return probes.readiness(registered=self.session.connected,
-                                synchronized=self.handler.synchronized)
+                                synchronized=self.service.synchronized)
 
     def sample(self) -> StateSample:
         """What the state gauges show. Runs on the HTTP thread while the event loop may be
-        changing the state: the ledger is an immutable value read once, and the counters that
-        ``_stats`` iterates are retried if a change lands mid-iteration."""
-        engine = self.handler.engine
+        deciding: the engine and its ledger are read once (the ledger is an immutable value)."""
+        engine = self.service.engine
         ledger = engine.ledger
-        stats: dict[str, int] = {}
-        for _ in range(5):
-            try:
-                stats = self._stats()
-                break
-            except RuntimeError:  # "dictionary changed size during iteration"
-                continue
         return StateSample(
             exclusive_cpus=len(ledger.exclusive), pinned_cpus=len(ledger.pinned),
             shared_pool_cpus=len(engine.shared_pool()),
             containers=dict(Counter(entry.kind for entry in ledger.entries.values())),
-            runtime_connected=self.session.connected, synchronized=self.handler.synchronized,
-            drift_repaired=stats.get("drift_repaired", 0),
-            drift_unrepaired=stats.get("drift_unrepaired", 0))
+            runtime_connected=self.session.connected, synchronized=self.service.synchronized)
 
     def snapshot(self) -> bytes:
         """The live state document (``nri-cpuset inspect``)."""
         runtime = self.handler.runtime
         return state_view.encode(state_view.build(
-            self.handler.engine,
+            self.service.engine,
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
-            synchronized=self.handler.synchronized, known=self.pusher.known(),
-            pending=self.pusher.pending(), history=self.handler.history(),
-            stats=self._stats()))
-
-    def _stats(self) -> dict[str, int]:
-        per_container = self.handler.updates_on_responses + self.pusher.sent_per_container
-        return {"update_containers_calls": self.pusher.batches_sent,
-                "updates_sent_in_background": self.pusher.updates_sent,
-                "updates_on_responses": sum(self.handler.updates_on_responses.values()),
-                "max_updates_per_container": max(per_container.values(), default=0),
-                "update_failures": self.pusher.failures,
-                "drift_repaired": self.handler.drift_repaired,
-                "drift_unrepaired": self.handler.drift_unrepaired}
+            synchronized=self.service.synchronized, known=self.service.pusher.known(),
+            pending=self.service.pusher.pending(), history=self.service.history(),
+            stats=self.service.statistics.snapshot()))
 
     def reload(self) -> None:
         """SIGHUP: read the configuration file again (validated, then swapped)."""

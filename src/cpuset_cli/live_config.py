@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -34,7 +34,7 @@ from cpuset_adapters.config import (
     value_at,
     with_values_of,
 )
-from cpuset_core import CpusetEngine, Settings, Topology
+from cpuset_core import Settings, Topology
 
 _log = logging.getLogger("nri_cpuset.config")
 
@@ -58,6 +58,18 @@ def stamp(path: Path) -> FileStamp | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+class Decisions(Protocol):
+    """What the configuration's engine settings apply to (the placement service)."""
+
+    def reconfigure(self, settings: Settings) -> None:
+        """Apply live settings; raises ``ValueError`` naming restart-only ones."""
+        ...
+
+    def replace_engine(self, settings: Settings) -> bool:
+        """Decide with ``settings`` from now on if nothing was decided yet; return whether."""
+        ...
+
+
 @attrs.define
 class LiveConfig:
     """The configuration a daemon runs with, and where it came from."""
@@ -72,15 +84,14 @@ class LiveConfig:
     file_document: Document | None
     """The file's last good document; ``None`` while the (default) file does not exist."""
     runtime_document: Document = attrs.field(factory=dict)
-    engine: CpusetEngine | None = None
-    """Attached by the composition root; live keys are applied to it."""
+    decisions: Decisions | None = None
+    """What decides with the settings (the placement service), attached by the composition
+    root: live keys are applied to it, restart-only engine keys too before its first
+    decision."""
     set_log_level: Callable[[str], None] = attrs.field(default=lambda level: logging.getLogger()
                                                        .setLevel(level.upper()))
     """How a reload applies ``observability.log_level`` (``run`` hands in the SIGUSR1 toggle's,
     so the toggle returns to the reloaded level)."""
-    replace_engine: Callable[[Settings], CpusetEngine | None] | None = None
-    """Attached by the composition root: a new engine with these settings in place of
-    ``engine``, or ``None`` once a decision was made (then only live keys may change)."""
     seen: FileStamp | None = None
 
     @classmethod
@@ -95,6 +106,10 @@ class LiveConfig:
         current = _build(path, [document or {}, {}, layers], topology)
         return cls(path=path, required=required, topology=topology, overrides=layers,
                    current=current, file_document=document, seen=seen)
+
+    def attach(self, decisions: Decisions) -> None:
+        """Apply the settings of every reload to ``decisions`` from now on."""
+        self.decisions = decisions
 
     def describe_source(self) -> str:
         """Where the running configuration came from, for the startup log."""
@@ -182,20 +197,19 @@ class LiveConfig:
         """Apply the engine's restart-only keys among ``fixed`` through a new engine if
         nothing was decided yet; return the keys so applied."""
         engine_keys = [key for key in fixed if key.split(".")[0] in ENGINE_SECTIONS]
-        if not engine_keys or self.replace_engine is None:
+        if not engine_keys or self.decisions is None:
             return []
         others = [key for key in fixed if key not in engine_keys]
-        engine = self.replace_engine(to_settings(with_values_of(new, self.current, others)))
-        if engine is None:
+        if not self.decisions.replace_engine(to_settings(with_values_of(new, self.current,
+                                                                        others))):
             return []
-        self.engine = engine
         _log.info("%s: applied %s before the first decision", why,
                   _assignments(engine_keys, new))
         return engine_keys
 
     def _apply_live(self, new: Config) -> None:
-        if self.engine is not None:
-            self.engine.reconfigure(to_settings(new))
+        if self.decisions is not None:
+            self.decisions.reconfigure(to_settings(new))
         if new.observability.log_level != self.current.observability.log_level:
             self.set_log_level(new.observability.log_level)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from cpuset_adapters.cri.client import CriError, Resources
 from cpuset_cli import demo
 from cpuset_core import ContainerFacts, CpusetError, PodFacts, Topology
-from cpuset_lab import cgroups
+from cpuset_lab import cgroups, plugin_log
 from cpuset_lab.containerd import LabContainerd, find_installation
 from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent
 
@@ -42,7 +42,7 @@ def run(topology: Topology, echo: Callable[[str], None]) -> int:
             lab.import_image()
             echo(f"containerd {version.runtime_version} running with NRI at {lab.nri_socket}")
             plugin = _start_plugin(lab.nri_socket, log)
-            _wait_for(lambda: "synchronized " in log.read_text(errors="replace"), log)
+            _wait_for(lambda: plugin_log.synchronized(log.read_text(errors="replace")) > 0, log)
             echo(f"nri-cpuset run: registered and synchronized (pid {plugin.pid})\n")
             return _play(topology, lab, lab.client(), echo)
         finally:

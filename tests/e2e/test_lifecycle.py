@@ -50,7 +50,8 @@ def run_to_completion(running: Plugin, cri: KubeletClient, lab: LabContainerd, p
     wait_until(lambda: cri.container_status(cid).state == "CONTAINER_EXITED",
                f"init container {name} to exit")
     assert cri.container_status(cid).exit_code == 0
-    admitted = re.search(rf"admit \S+ id={cid[:12]} kind=integer cpus=(\S+)", running.text())
+    admitted = re.search(rf"admit container=\S+ id={cid[:12]} kind=integer cpus=(\S+)",
+                         running.text())
     assert admitted is not None, running.text()[-3000:]
     return CPUSet.parse(admitted.group(1))
 
@@ -125,7 +126,8 @@ def test_a_synchronize_reports_the_drift_it_repaired_and_what_it_could_not(
             stats = inspect_state(plugin.status)["stats"]
             assert (stats["drift_repaired"], stats["drift_unrepaired"]) == (1, 1), stats
             log = plugin.text()
-            assert f"drift unrepaired default/bad/app id={stray[:12]} reported=unset" in log
+            assert (f"drift unrepaired container=default/bad/app id={stray[:12]} "
+                    "reported=unset") in log
             assert "reason=cpu-unavailable" in log
 
 
@@ -165,7 +167,7 @@ def test_containers_follow_the_online_cpus_of_a_fake_sysfs_tree(
                 online.write_text("0\n")  # the pinned CPU goes away: reported, runs shared
                 wait_until(lambda: cpus(cri, pinned) == CPUSet([0]),
                            f"the pin to lose CPU 1\n{running.text()[-3000:]}")
-                assert "(cpu-unavailable)" in running.text()
+                assert "reason=cpu-unavailable" in running.text()
                 assert cpus(cri, app) == CPUSet([0])
                 assert cri.container_status(app).state == "CONTAINER_RUNNING"
                 online.write_text("0-1\n")  # and comes back: so does the pin

@@ -106,14 +106,14 @@ def test_metrics_probes_and_json_logs_follow_a_pin_being_admitted_and_one_reject
     assert created is not None
     assert created >= 1
     assert observed.get("/healthz")[0] == 200
-    admits = [e for e in observed.events() if e.get("action") == "admit"
+    admits = [e for e in observed.events() if e.get("event") == "admit"
               and str(e.get("id")) == pinned[:12]]
     assert len(admits) == 1, observed.text()[-3000:]
     assert admits[0]["container"] == "default/io/io"
     assert (admits[0]["kind"], admits[0]["cpus"], admits[0]["mems"]) == \
         ("annotated", CPUSet([last]).format(), "0")
     assert admits[0]["reason"]
-    rejects = [e for e in observed.events() if e.get("action") == "reject"]
+    rejects = [e for e in observed.events() if e.get("event") == "reject"]
     if 7 not in ONLINE:
         assert [r["reason"] for r in rejects] == ["cpu-unavailable"]
 

@@ -24,7 +24,7 @@ import pytest
 from cpuset_adapters import cgroupfs
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
-from cpuset_lab import cgroups
+from cpuset_lab import cgroups, plugin_log
 from cpuset_lab.containerd import LabContainerd, find_installation
 from cpuset_lab.kubelet import (
     KubeletClient,
@@ -88,7 +88,7 @@ class Plugin:
         return self.log.read_text(errors="replace")
 
     def wait_synchronized(self, count: int = 1) -> None:
-        wait_until(lambda: self.text().count("synchronized ") >= count,
+        wait_until(lambda: plugin_log.synchronized(self.text()) >= count,
                    f"synchronize #{count}\n--- plugin log ---\n{self.text()[-3000:]}")
 
     def stop(self) -> int:
@@ -105,12 +105,21 @@ class Plugin:
         self.process = None
 
 
+def released(text: str, container_id: str) -> int:
+    """How often the plugin's log says it released ``container_id``."""
+    return sum(e.get("id") == container_id[:12] for e in plugin_log.events(text, "release"))
+
+
 @contextmanager
 def serving(lab: LabContainerd, running: P) -> Iterator[P]:
     """``running`` started and synchronized; at the end, the lab's pods removed first (so the
     plugin sees their containers go: no leak across tests), then a clean stop (exit code 0)."""
     running.start()
-    running.wait_synchronized()
+    try:
+        running.wait_synchronized()
+    except BaseException:
+        running.kill()  # a plugin left running would answer the next test's events too
+        raise
     yield running
     if running.process is not None:
         lab.cleanup()
@@ -357,10 +366,10 @@ def test_cpus_return_at_stop_and_the_later_remove_releases_nothing_twice(
             cri.stop(pg)
             # Released at StopContainer: the pool grows before any removal.
             assert cpus(cri, app) == ONLINE
-            releases = plugin.text().count(f"id={pg[:12]} on ")
+            releases = released(plugin.text(), pg)
             cri.remove(pg)
             time.sleep(0.2)
-            assert plugin.text().count(f"id={pg[:12]} on ") == releases == 1
+            assert released(plugin.text(), pg) == releases == 1
             assert cpus(cri, app) == ONLINE
 
 
@@ -404,9 +413,9 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     assert stats["update_failures"] == 0
     # The pin's release grew exactly the 50 survivors: no update named a removed container.
     releases = [line for line in plugin.text().splitlines()
-                if "release default/io/io" in line]
+                if ": release container=default/io/io " in line]
     assert len(releases) == 1
-    assert releases[0].endswith("; 50 live update(s)")
+    assert " updates=50" in releases[0]
 
 
 def test_sigterm_stops_the_plugin_with_exit_code_zero(lab: LabContainerd, tmp_path: Path) -> None:
@@ -451,7 +460,8 @@ def test_preinstalled_plugin_pins_and_relearns_running_containers_after_a_crash(
                 app = shared(client, own, web)
                 wait_until(lambda: cpus(client, app) == ONLINE - CPUSet([last]),
                            f"the pin to be known again\n{log.read_text()[-3000:]}")
-            assert "from CRI inventory" in log.read_text()
+            assert any(e["source"] == "CRI inventory"
+                       for e in plugin_log.events(log.read_text(), "synchronized"))
             assert cpus(client, pinned) == CPUSet([last])
         print(f"containerd with the pre-installed plugin started in {startup:.2f} s")
     finally:

@@ -31,9 +31,9 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped, 
 
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.mux import Reply
-from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 
 _logger = logging.getLogger("nri_cpuset.nri")
 
@@ -115,7 +115,7 @@ class _HandlerFailedError(Exception):
 class PluginService:
     """Answers the runtime's Plugin-service calls for ``handler``."""
 
-    def __init__(self, handler: NriHandler, observer: Observer = NO_OBSERVER) -> None:
+    def __init__(self, handler: NriHandler, observer: HookObserver = NO_HOOK_OBSERVER) -> None:
         self._handler = handler
         self._observer = observer
         self._methods: dict[str, Callable[[ConnectionState, bytes], Reply]] = {
@@ -227,9 +227,7 @@ class PluginService:
             # v0.6.1 would keep the connection but never send events: end it and sync anew.
             _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
-        state.synchronized = True
-        _logger.info("synchronized %d pod(s) and %d container(s); %d update(s)", len(pods),
-                     len(containers), len(updates))
+        state.synchronized = True  # the service logged the rebuild ("synchronized")
         return Reply(encode(pb.SynchronizeResponse(update=updates)))
 
     def _shutdown(self, _state: ConnectionState, _payload: bytes) -> Reply:

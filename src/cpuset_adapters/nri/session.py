@@ -20,6 +20,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler_port import NriHandler
 from cpuset_adapters.nri.launch import (
     DEFAULT_SOCKET_PATH,
@@ -33,7 +34,6 @@ from cpuset_adapters.nri.launch import (
     validate_identity,
 )
 from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
-from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
 from cpuset_adapters.nri.plugin_service import (
     PLUGIN_SERVICE,
     SUBSCRIBABLE_EVENTS,
@@ -45,6 +45,8 @@ from cpuset_adapters.nri.plugin_service import (
 )
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_core import ContainerUpdate
+from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 
 __all__ = [
     "DEFAULT_SOCKET_PATH",
@@ -106,7 +108,8 @@ class NriSession:
     """The NRI plugin ``index-name``, whose decisions come from ``handler``."""
 
     def __init__(self, handler: NriHandler, *, name: str, index: str,
-                 registration_timeout: float = 10.0, observer: Observer = NO_OBSERVER) -> None:
+                 registration_timeout: float = 10.0,
+                 observer: HookObserver = NO_HOOK_OBSERVER) -> None:
         """Raises :class:`InvalidPluginIdentityError` for a name or index the runtime would
         refuse, before anything connects.
 
@@ -166,6 +169,10 @@ class NriSession:
         if failed:  # never filled on the wire (§6.3); a runtime that does fill it means it
             ids = ", ".join(u.container_id for u in failed)
             raise UpdateContainersError(f"the runtime reported failed updates for {ids}")
+
+    async def apply_updates(self, updates: Sequence[ContainerUpdate]) -> None:
+        """:meth:`update_containers` for the core's updates (the service's sender)."""
+        await self.update_containers(translate.updates(updates))
 
     async def serve(self, sock: socket.socket) -> SessionEnd:
         """Run one session over the connected ``sock`` (which it takes over and closes) until

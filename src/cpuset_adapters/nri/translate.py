@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import ContainerFacts, ContainerUpdate, CPUSet, Kind, Placement, Plan, PodFacts
+from cpuset_core import ContainerFacts, ContainerUpdate, CPUSet, Placement, PodFacts
 
 
 def pod_facts(pod: pb.PodSandbox) -> PodFacts:
@@ -77,25 +77,3 @@ def updates(changes: Iterable[ContainerUpdate]) -> list[pb.ContainerUpdate]:
             cpu[key] = _cpu(change.cpus, change.mems)
         result.append(_update(change.container_id, cpu[key]))
     return result
-
-
-def response_order(plan: Plan) -> list[ContainerUpdate]:
-    """The plan's updates in the order a runtime should apply them when they ride on an event's
-    response, where each container may appear only once (NRI rejects a plugin setting the same
-    field twice in one event): shared containers that only shrink first (they leave the CPUs the
-    others are about to take), then moved integer containers, then every other change."""
-    first: list[ContainerUpdate] = []
-    moves: list[ContainerUpdate] = []
-    last: list[ContainerUpdate] = []
-    for update in plan.updates:
-        if update.kind is not Kind.SHARED:
-            moves.append(update)
-        elif update.cpus.issubset(update.previous_cpus):
-            first.append(update)
-        else:
-            last.append(update)
-    return [*first, *moves, *last]
-
-
-def ids(updates_: Sequence[pb.ContainerUpdate]) -> list[str]:
-    return [u.container_id for u in updates_]

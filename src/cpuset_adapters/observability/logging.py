@@ -1,10 +1,9 @@
 """Log configuration: one structlog renderer (JSON lines or console) for every log call, the
 existing ``logging.getLogger(...)`` ones included, and the debug toggle (SIGUSR1).
 
-Decision events (see :mod:`cpuset_adapters.nri.decision_log`) pass their fields as ``extra``;
-the JSON renderer emits them as keys. The console renderer prints the message only, which
-already names those fields, so console lines read like they always have (``admit
-ns/pod/container id=... kind=... cpus=... mems=... reason=...``).
+Events are an event name plus fields passed as ``extra`` (decision events: see
+:mod:`cpuset_service.events`); the JSON renderer emits the fields as keys, the console renderer
+as ``key=value`` after the event name (``admit container=ns/pod/c id=... kind=... cpus=...``).
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from types import FrameType
 from typing import Any, Literal, TextIO
 
 import structlog
-
-from cpuset_adapters.nri.decision_log import FIELDS
 
 LogFormat = Literal["json", "console"]
 LEVELS = ("debug", "info", "warning", "error")
@@ -90,17 +87,21 @@ def configure_logging(level: str = "info", fmt: LogFormat = "console",
 
 
 def render_console(_logger: object, _method: str, event: dict[str, Any]) -> str:
-    """``<timestamp> <LEVEL> <logger>: <message>`` then any field the message does not already
-    carry (``key=value``), then the traceback if there is one."""
+    """``<timestamp> <LEVEL> <logger>: <event>`` then every field (``key=value``, values with
+    spaces quoted), then the traceback if there is one."""
     line = (f"{event.get('timestamp', '')} {str(event.get('level', '')).upper()} "
             f"{event.get('logger', '')}: {event.get('event', '')}")
-    extra = [f"{k}={v}" for k, v in event.items()
-             if k not in _STANDARD_KEYS and k not in FIELDS]
+    extra = [f"{k}={_value(v)}" for k, v in event.items() if k not in _STANDARD_KEYS]
     if extra:
         line += " " + " ".join(extra)
     if "exception" in event:
         line += "\n" + str(event["exception"])
     return line
+
+
+def _value(value: object) -> str:
+    text = str(value)
+    return repr(text) if not text or any(c.isspace() for c in text) else text
 
 
 def _numeric(level: str) -> int:

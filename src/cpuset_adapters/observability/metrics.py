@@ -1,5 +1,6 @@
-"""The plugin's Prometheus metrics: an :class:`~cpuset_adapters.nri.observer.Observer` that
-counts what the NRI adapter reports, plus gauges read from the live state at scrape time.
+"""The plugin's Prometheus metrics: an :class:`~cpuset_service.observer.Observer` and
+:class:`~cpuset_service.observer.HookObserver` that counts what the service and the NRI adapter
+report, plus gauges read from the live state at scrape time.
 
 Every metric lives in a private registry (nothing from the process-global default one), is
 named ``nri_cpuset_*`` with its unit, and has low-cardinality labels only: hook names, kinds,
@@ -10,16 +11,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from cpuset_adapters.nri.observer import AdmissionResult, BatchOutcome, HookResult
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
 from cpuset_core import Kind
+from cpuset_service.observer import AdmissionResult, BatchOutcome, HookResult
 
 _log = logging.getLogger("nri_cpuset.metrics")
 
@@ -48,13 +49,11 @@ class StateSample:
     containers: dict[Kind, int]
     runtime_connected: bool
     synchronized: bool
-    drift_repaired: int = 0
-    drift_unrepaired: int = 0
 
 
 class PluginMetrics:
-    """Implements the NRI adapter's ``Observer`` with Prometheus metrics; also tracks the hooks
-    in flight for ``/healthz``."""
+    """Implements the service's ``Observer`` and the NRI adapter's ``HookObserver`` with
+    Prometheus metrics; also tracks the hooks in flight for ``/healthz``."""
 
     def __init__(self, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, *,
                  clock: Clock = time.monotonic) -> None:
@@ -81,8 +80,16 @@ class PluginMetrics:
         self._live_updates = Counter(
             "nri_cpuset_live_updates", "Container updates in those UpdateContainers calls, by "
             "outcome.", ["outcome"], registry=r)
+        # Totals since start (a counter): a gauge of the last check would hide a drift that a
+        # later clean synchronize follows, and alerting on "unrepaired > 0" would never clear.
+        self._drift = Counter(
+            "nri_cpuset_drift_containers", "Containers found off their placement at a "
+            "synchronize or CRI inventory since start, by whether the corrections repaired "
+            "them.", ["state"], registry=r)
         for kind in Kind:
             self._admissions.labels(kind.value, "admitted", "")
+        for state in ("repaired", "unrepaired"):
+            self._drift.labels(state)
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -120,13 +127,17 @@ class PluginMetrics:
     def admission(self, kind: Kind, result: AdmissionResult, reason: str) -> None:
         self._admissions.labels(kind.value, result, reason).inc()
 
-    def response_updates(self, updates: int, moves: int) -> None:
-        self._response_updates.inc(updates)
+    def response_updates(self, container_ids: Sequence[str], moves: int) -> None:
+        self._response_updates.inc(len(container_ids))
         self._live_moves.inc(moves)
 
-    def update_batch(self, outcome: BatchOutcome, updates: int) -> None:
+    def update_batch(self, outcome: BatchOutcome, container_ids: Sequence[str]) -> None:
         self._update_batches.labels(outcome).inc()
-        self._live_updates.labels(outcome).inc(updates)
+        self._live_updates.labels(outcome).inc(len(container_ids))
+
+    def drift(self, repaired: int, unrepaired: int) -> None:
+        self._drift.labels("repaired").inc(repaired)
+        self._drift.labels("unrepaired").inc(unrepaired)
 
 
 class _StateCollector(Collector):
@@ -159,15 +170,6 @@ class _StateCollector(Collector):
         for kind in Kind:
             containers.add_metric([kind.value], sample.containers.get(kind, 0))
         yield containers
-        # Totals since start (a counter): a gauge of the last check would hide a drift that a
-        # later clean synchronize follows, and alerting on "unrepaired > 0" would never clear.
-        drift = CounterMetricFamily("nri_cpuset_drift_containers", "Containers found off their "
-                                    "placement at a synchronize or CRI inventory since start, "
-                                    "by whether the corrections repaired them.",
-                                    labels=["state"])
-        drift.add_metric(["repaired"], sample.drift_repaired)
-        drift.add_metric(["unrepaired"], sample.drift_unrepaired)
-        yield drift
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.hotplug import OnlineCpuWatcher
-from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_cli import bootstrap
-from cpuset_core import CPUSet, Topology
+from cpuset_core import ContainerUpdate, CPUSet, Topology
 from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from tests.unit.nri.test_handler import container, pod
 
@@ -75,9 +74,8 @@ class RecordingSession:
     def __init__(self) -> None:
         self.batches: list[dict[str, str]] = []
 
-    async def update_containers(self, updates: Sequence[pb.ContainerUpdate], *,
-                                timeout: float | None = None) -> None:
-        self.batches.append({u.container_id: u.linux.resources.cpu.cpus for u in updates})
+    async def apply_updates(self, updates: Sequence[ContainerUpdate]) -> None:
+        self.batches.append({u.container_id: u.cpus.format() for u in updates})
 
 
 def test_the_daemon_moves_containers_off_a_cpu_that_went_offline_and_back(sysfs: Path) -> None:
@@ -98,22 +96,23 @@ def test_the_daemon_moves_containers_off_a_cpu_that_went_offline_and_back(sysfs:
 
     async def scenario() -> None:
         watching = asyncio.create_task(daemon.watcher.run(  # type: ignore[union-attr]
-            lambda: handler.engine.topology.online, daemon.topology_changed))
+            lambda: daemon.service.engine.topology.online, daemon.topology_changed))
         online_file(sysfs).write_text((CPUSet.parse("0-15") - CPUSet([gone])).format())
-        while handler.engine.topology.online == CPUSet.parse("0-15") or not session.batches:
+        while daemon.service.engine.topology.online == CPUSet.parse("0-15") or not session.batches:
             await asyncio.sleep(0.01)
         online_file(sysfs).write_text("0-15\n")
-        while handler.engine.topology.online != CPUSet.parse("0-15"):
+        while daemon.service.engine.topology.online != CPUSet.parse("0-15"):
             await asyncio.sleep(0.01)
         watching.cancel()
 
     asyncio.run(asyncio.wait_for(scenario(), timeout=30))
-    moved = handler.engine.ledger.entries["id-pg-0123456789"].cpus
+    moved = daemon.service.ledger.entries["id-pg-0123456789"].cpus
     assert gone not in moved
     offline_batches = [b for batch in session.batches[:3] for b in batch.items()]
     assert ("id-pg-0123456789", moved.format()) in offline_batches
     # Back online: the shared pool grows by the CPU that returned.
     final = session.batches[-1]
     assert final == {"id-app-0123456789": (CPUSet.parse("0-15") - moved).format()}
-    assert handler.engine.shared_pool() == CPUSet.parse("0-15") - moved
-    assert any("moved at topology change" in e for e in handler.history()["id-pg-0123456789"])
+    assert daemon.service.engine.shared_pool() == CPUSet.parse("0-15") - moved
+    history = daemon.service.history()["id-pg-0123456789"]
+    assert any("moved at topology change" in e for e in history)

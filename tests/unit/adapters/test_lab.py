@@ -153,3 +153,21 @@ def test_expand_systemd_path() -> None:
     assert cgroupfs.expand_systemd_path("kubepods-pod1.slice:cri-containerd:c1") == (
         "/kubepods.slice/kubepods-pod1.slice/cri-containerd-c1.scope")
     assert cgroupfs.expand_systemd_path("/kubepods/pod1/c1") == "/kubepods/pod1/c1"
+
+
+def test_the_lab_reads_plugin_events_from_console_and_json_lines() -> None:
+    from cpuset_lab import plugin_log
+
+    text = "\n".join([
+        "2026-11-24T02:00:00Z INFO nri_cpuset.placement: synchronized source=synchronize pods=0",
+        '{"event": "synchronized", "source": "CRI inventory", "pods": 1}',
+        '{"event": "synchronized", "sour',  # cut by a concurrent write
+        "2026-11-24T02:00:01Z INFO nri_cpuset.decisions: release container=a/b/c id=0123 "
+        "reason=stop",
+        "2026-11-24T02:00:02Z INFO nri_cpuset.daemon: synchronizedness is not an event",
+    ])
+    assert plugin_log.synchronized(text) == 2
+    assert [e["source"] for e in plugin_log.events(text, "synchronized")] == [
+        "synchronize", "CRI inventory"]
+    assert plugin_log.events(text, "release") == [
+        {"container": "a/b/c", "id": "0123", "reason": "stop"}]

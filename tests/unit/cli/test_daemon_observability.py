@@ -45,13 +45,14 @@ def test_gauges_and_counters_follow_the_decisions_the_handler_takes() -> None:
     assert metric(daemon, "nri_cpuset_runtime_connected") == 0
 
 
-def test_drift_is_read_from_the_daemon_stats_when_they_have_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_synchronizes_drift_reaches_the_metrics_and_the_statistics() -> None:
     daemon = build()
     assert metric(daemon, "nri_cpuset_drift_containers_total", state="repaired") == 0
-    monkeypatch.setattr(daemon, "_stats", lambda: {"drift_repaired": 3, "drift_unrepaired": 1})
-    assert metric(daemon, "nri_cpuset_drift_containers_total", state="repaired") == 3
-    assert metric(daemon, "nri_cpuset_drift_containers_total", state="unrepaired") == 1
+    web = pod("web", qos="burstable")
+    daemon.handler.on_synchronize([web], [container("app", web, cpuset="3")])
+    assert metric(daemon, "nri_cpuset_drift_containers_total", state="repaired") == 1
+    assert metric(daemon, "nri_cpuset_drift_containers_total", state="unrepaired") == 0
+    assert daemon.service.statistics.drift_counts() == (1, 0)
 
 
 def test_the_request_timeout_sizes_the_hook_buckets() -> None:
@@ -64,7 +65,7 @@ def test_the_request_timeout_sizes_the_hook_buckets() -> None:
 def test_ready_only_when_registered_and_synchronized() -> None:
     daemon = build()
     assert not daemon.readiness().ok
-    daemon.handler.synchronized = True
+    daemon.service.synchronized = True
     assert daemon.readiness().detail == "not registered with the runtime"
     assert daemon.health().ok
 

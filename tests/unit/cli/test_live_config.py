@@ -13,6 +13,7 @@ import pytest
 from cpuset_adapters.config import ConfigError, to_settings
 from cpuset_cli.live_config import LiveConfig
 from cpuset_core import CPUSet, CpusetEngine, Spanning
+from cpuset_service.placement import PlacementService
 from tests.unit.core.topologies import OFFLINE_ISO
 
 ALLOW_STORAGE = '[pinning]\nnamespaces = ["storage"]\n'
@@ -27,7 +28,9 @@ def path(tmp_path: Path) -> Path:
 
 def live(path: Path, overrides: dict[str, dict[str, object]] | None = None) -> LiveConfig:
     config = LiveConfig.load(path, required=True, topology=OFFLINE_ISO, overrides=overrides)
-    config.engine = CpusetEngine(OFFLINE_ISO, to_settings(config.current))
+    service = PlacementService(CpusetEngine(OFFLINE_ISO, to_settings(config.current)))
+    service.synchronize([], [], source="synchronize")  # running: restart-only keys stay
+    config.attach(service)
     return config
 
 
@@ -39,8 +42,8 @@ def rewrite(path: Path, text: str) -> None:
 
 
 def engine(config: LiveConfig) -> CpusetEngine:
-    assert config.engine is not None
-    return config.engine
+    assert isinstance(config.decisions, PlacementService)
+    return config.decisions.engine
 
 
 def test_a_valid_reload_applies_live_keys_to_the_engine(path: Path,
@@ -210,17 +213,17 @@ def test_before_the_first_decision_the_runtimes_config_may_change_every_engine_s
         daemon.handler.on_configure(RuntimeInfo(config=text, registration_timeout_ms=5000))
 
     asyncio.run(configure('[cpus]\nreserved = "0"\n[runtime]\nstatus_socket = "/run/x.sock"\n'))
-    assert daemon.handler.engine.settings.system_reserved == CPUSet([0])
-    assert daemon.pusher.known() == {}
-    assert config.engine is daemon.handler.engine
+    assert daemon.service.engine.settings.system_reserved == CPUSet([0])
+    assert daemon.service.pusher.known() == {}
+    assert engine(config) is daemon.service.engine
     assert config.current.cpus.reserved == "0"
     assert 'configure: applied cpus.reserved = "0" before the first decision' in caplog.text
     assert "unchanged" not in caplog.text
     # Not an engine setting, and given on the command line anyway.
     assert config.current.runtime.status_socket == ""
-    daemon.handler.adopt([], [], source="synchronize")  # the first decision
+    daemon.service.synchronize([], [], source="synchronize")  # the first decision
     asyncio.run(configure('[cpus]\nreserved = "1"\n'))
-    assert daemon.handler.engine.settings.system_reserved == CPUSet([0])
+    assert daemon.service.engine.settings.system_reserved == CPUSet([0])
     assert 'cpus.reserved ("0" -> "1") changed but needs a restart' in caplog.text
 
 

@@ -11,17 +11,18 @@ from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler import EVENTS, CpusetNriHandler
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_adapters.nri.pusher import UpdatePusher
-from cpuset_core import CPUSet, CpusetEngine
+from cpuset_core import ContainerUpdate, CPUSet, CpusetEngine
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_service.placement import PlacementService
+from cpuset_service.pusher import UpdatePusher
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings, nodes 0-3,8-11 / rest
 
 
-def make() -> tuple[CpusetNriHandler, CpusetEngine, UpdatePusher]:
-    engine = CpusetEngine(TOPOLOGY)
-    pusher = UpdatePusher(engine)
-    return CpusetNriHandler(engine, pusher), engine, pusher
+def make() -> tuple[CpusetNriHandler, PlacementService, UpdatePusher]:
+    """The handler on a fresh service; the service, and its background pusher."""
+    service = PlacementService(CpusetEngine(TOPOLOGY))
+    return CpusetNriHandler(service), service, service.pusher
 
 
 def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> pb.PodSandbox:
@@ -45,6 +46,10 @@ def container(name: str, p: pb.PodSandbox, *, cpus: int | None = None,
 
 def cpus_of(updates: Sequence[pb.ContainerUpdate]) -> dict[str, str]:
     return {u.container_id: u.linux.resources.cpu.cpus for u in updates}
+
+
+def sent_cpus(updates: Sequence[ContainerUpdate]) -> dict[str, str]:
+    return {u.container_id: u.cpus.format() for u in updates}
 
 
 def test_subscribes_to_exactly_the_container_and_pod_events_it_uses() -> None:
@@ -203,7 +208,7 @@ def test_remove_without_stop_hands_the_pool_growth_to_the_pusher() -> None:
     handler.on_create_container(db, pg)
     handler.on_remove_container(db, pg)
     assert pusher.pending() == {"id-app-0123456789"}
-    assert cpus_of(pusher.take_batch()) == {"id-app-0123456789": "0-15"}
+    assert sent_cpus(pusher.take_batch()) == {"id-app-0123456789": "0-15"}
 
 
 def test_synchronize_corrects_shared_containers_started_before_the_plugin() -> None:
@@ -215,16 +220,16 @@ def test_synchronize_corrects_shared_containers_started_before_the_plugin() -> N
     assert cpus_of(updates) == {"id-app-0123456789": "0-1,4-15", "id-io-0123456789": "2-3"}
     io_update = next(u for u in updates if u.container_id == "id-io-0123456789")
     assert io_update.linux.resources.cpu.mems == "0"
-    assert handler.synchronized
+    assert engine.synchronized
     assert len(engine.ledger) == 2
 
 
 def test_disconnect_forgets_pending_work() -> None:
-    handler, _, pusher = make()
+    handler, service, pusher = make()
     pusher.mark_dirty(["x"])
     handler.on_disconnect()
     assert pusher.pending() == frozenset()
-    assert not handler.synchronized
+    assert not service.synchronized
 
 
 # -- the pusher ------------------------------------------------------------------------------
@@ -236,8 +241,8 @@ def test_pusher_sends_the_latest_placement_once_and_drops_gone_containers() -> N
     handler.on_create_container(web, container("app", web))
     sent: list[list[str]] = []
 
-    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
-        sent.append([f"{u.container_id}={u.linux.resources.cpu.cpus}" for u in batch])
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.append([f"{u.container_id}={u.cpus}" for u in batch])
 
     async def scenario() -> None:
         task = asyncio.create_task(pusher.run(send))
@@ -255,13 +260,13 @@ def test_pusher_sends_the_latest_placement_once_and_drops_gone_containers() -> N
 
 
 def test_pusher_retries_a_failed_batch() -> None:
-    handler, _, pusher = make()
+    handler, service, pusher = make()
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
     pusher.forget("id-app-0123456789")
     attempts: list[int] = []
 
-    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
         attempts.append(len(batch))
         if len(attempts) == 1:
             raise RuntimeError("runtime said no")
@@ -274,8 +279,8 @@ def test_pusher_retries_a_failed_batch() -> None:
 
     asyncio.run(scenario())
     assert attempts == [1, 1]
-    assert pusher.failures == 1
-    assert pusher.batches_sent == 1
+    stats = service.statistics.snapshot()
+    assert (stats["update_failures"], stats["update_containers_calls"]) == (1, 1)
 
 
 def test_translation_reads_absent_wrappers_as_unset() -> None:
@@ -285,14 +290,15 @@ def test_translation_reads_absent_wrappers_as_unset() -> None:
 
 
 def test_updates_on_responses_are_counted_per_container() -> None:
-    handler, _, _ = make()
+    handler, service, _ = make()
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
     db = pod("db")
     pg = container("pg", db, cpus=2)
     handler.on_create_container(db, pg)
     handler.on_stop_container(db, pg)
-    assert handler.updates_on_responses == {"id-app-0123456789": 2}
+    assert service.statistics.updates_on_responses("id-app-0123456789") == 2
+    assert service.statistics.snapshot()["updates_on_responses"] == 2
 
 
 def test_stop_after_a_failed_creation_puts_the_containers_it_moved_back_where_the_ledger_says(
@@ -327,15 +333,15 @@ def test_an_update_with_an_empty_shared_pool_is_not_answered_with_empty_cpus() -
 
 
 def test_counters_forget_released_containers() -> None:
-    handler, _, _pusher = make()
+    handler, service, _pusher = make()
     web = pod("web", qos="burstable")
     app = container("app", web)
     handler.on_create_container(web, app)
     db = pod("db")
     handler.on_create_container(db, container("pg", db, cpus=2))
-    assert app.id in handler.updates_on_responses
+    assert service.statistics.updates_on_responses(app.id) == 1
     handler.on_stop_container(web, app)
-    assert app.id not in handler.updates_on_responses
+    assert service.statistics.updates_on_responses(app.id) == 0
 
 
 def test_a_batch_overtaken_by_a_newer_decision_is_sent_again() -> None:
@@ -351,8 +357,8 @@ def test_a_batch_overtaken_by_a_newer_decision_is_sent_again() -> None:
     async def scenario() -> None:
         release = asyncio.Event()
 
-        async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
-            sent.append(batch[0].linux.resources.cpu.cpus)
+        async def send(batch: Sequence[ContainerUpdate]) -> None:
+            sent.append(batch[0].cpus.format())
             if len(sent) == 1:
                 # A newer decision lands while this send is in flight.
                 db2 = pod("db2")
@@ -377,7 +383,7 @@ def test_a_send_in_flight_when_the_connection_drops_is_forgotten() -> None:
     attempts: list[int] = []
 
     async def scenario() -> None:
-        async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+        async def send(batch: Sequence[ContainerUpdate]) -> None:
             attempts.append(len(batch))
             handler.on_disconnect()  # the runtime goes away while this call is pending
             raise RuntimeError("connection lost")

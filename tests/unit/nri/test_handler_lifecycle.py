@@ -16,7 +16,7 @@ from tests.unit.nri.test_handler import container, make, pod
 
 
 def test_an_app_container_reuses_its_completed_init_containers_cpus() -> None:
-    handler, _, _ = make()
+    handler, service, _ = make()
     blocker = pod("blocker")
     handler.on_create_container(blocker, container("b", blocker, cpus=2))
     web = pod("web")
@@ -28,41 +28,42 @@ def test_an_app_container_reuses_its_completed_init_containers_cpus() -> None:
     adjust, _ = handler.on_create_container(web, container("app", web, cpus=2))
     assert adjust is not None
     assert adjust.linux.resources.cpu.cpus == init_cpus
-    assert "reuses CPUs" in handler.history()["id-app-0123456789"][0]
+    assert "reuses CPUs" in service.history()["id-app-0123456789"][0]
 
 
 def test_stopping_a_pod_releases_a_container_that_never_started() -> None:
-    handler, engine, pusher = make()
+    handler, service, pusher = make()
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
     db = pod("db")
     handler.on_create_container(db, container("pg", db, cpus=2))  # created, never started
     handler.on_pod_sandbox_gone(db, removed=False)
-    assert set(engine.ledger.entries) == {"id-app-0123456789"}
+    assert set(service.ledger.entries) == {"id-app-0123456789"}
     assert pusher.pending() == {"id-app-0123456789"}  # the pool grew: sent from the background
-    assert "id-pg-0123456789" not in handler.history()
+    assert "id-pg-0123456789" not in service.history()
     handler.on_pod_sandbox_gone(db, removed=True)  # nothing left: a no-op
-    assert set(engine.ledger.entries) == {"id-app-0123456789"}
-    assert engine.left_behind(db.id) == CPUSet()
+    assert set(service.ledger.entries) == {"id-app-0123456789"}
+    assert service.engine.left_behind(db.id) == CPUSet()
 
 
 def test_a_synchronize_counts_repaired_and_unrepaired_drift_and_logs_the_unrepaired(
         caplog: pytest.LogCaptureFixture) -> None:
-    handler, _, _ = make()
+    handler, service, _ = make()
     io, web = pod("io", pins="3"), pod("web", qos="burstable")
     ghost = pb.PodSandbox(id="sb-ghost")
     io_c = container("io", io, cpuset="3")
     io_c.linux.resources.cpu.mems = "0"
     orphan = container("orphan", ghost, cpuset="0-15")
-    with caplog.at_level(logging.INFO, logger="nri_cpuset.decisions"):
+    with caplog.at_level(logging.INFO, logger="nri_cpuset.placement"):
         handler.on_synchronize([io, web], [io_c, container("app", web, cpuset="0-15"), orphan])
-    assert (handler.drift_repaired, handler.drift_unrepaired) == (1, 1)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
-                and "drift unrepaired" in r.getMessage()]
-    assert warnings == ["drift unrepaired ?/?/orphan id=id-orphan-01 reported=0-15 "
-                        "expected=0-2,4-15 source=synchronize reason=its pod is unknown"]
+    assert service.statistics.drift_counts() == (1, 1)
+    warnings = [r.__dict__ for r in caplog.records if r.levelno == logging.WARNING
+                and r.getMessage() == "drift unrepaired"]
+    assert [(w["container"], w["id"], w["reported"], w["expected"], w["source"], w["reason"])
+            for w in warnings] == [("?/?/orphan", "id-orphan-01", "0-15", "0-2,4-15",
+                                    "synchronize", "its pod is unknown")]
     handler.on_synchronize([io, web], [io_c, container("app", web, cpuset="0-2,4-15")])
-    assert (handler.drift_repaired, handler.drift_unrepaired) == (1, 1)  # nothing new
+    assert service.statistics.drift_counts() == (1, 1)  # nothing new
 
 
 def test_the_daemon_reports_drift_counts_in_its_stats_and_inspect_document() -> None:
@@ -94,10 +95,9 @@ def test_a_cri_inventory_whose_corrections_fail_counts_them_as_unrepaired(
     class FailingSession:
         connected = True
 
-        async def update_containers(self, updates: object, *,
-                                    timeout: float | None = None) -> None:
+        async def apply_updates(self, updates: object) -> None:
             raise RuntimeError("runtime said no")
 
     daemon.session = FailingSession()  # type: ignore[assignment]
     asyncio.run(daemon._take_inventory())  # the background task's body
-    assert (daemon.handler.drift_repaired, daemon.handler.drift_unrepaired) == (0, 1)
+    assert daemon.service.statistics.drift_counts() == (0, 1)

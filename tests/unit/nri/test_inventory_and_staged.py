@@ -21,12 +21,11 @@ from cpuset_adapters.cri.client import (
 from cpuset_adapters.cri.inventory import read_inventory
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import InheritedSocket
-from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_core import ContainerUpdate, CPUSet, Kind, UpdateTransactionError
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_service.staged import apply_staged
 
 
 def update(cid: str, before: str, after: str, kind: Kind = Kind.SHARED) -> ContainerUpdate:
@@ -41,8 +40,8 @@ class Runtime:
     fail_on: set[int] = field(default_factory=set)
     calls: list[list[tuple[str, str]]] = field(default_factory=list)
 
-    async def send(self, batch: Sequence[pb.ContainerUpdate]) -> None:
-        self.calls.append([(u.container_id, u.linux.resources.cpu.cpus) for u in batch])
+    async def send(self, batch: Sequence[ContainerUpdate]) -> None:
+        self.calls.append([(u.container_id, u.cpus.format()) for u in batch])
         if len(self.calls) in self.fail_on:
             raise RuntimeError("NRI update of some containers failed")
 

@@ -1,5 +1,5 @@
-"""What the NRI adapter reports to its Observer: hook calls and their results, admissions by
-kind/result/reason, response updates and moves, UpdateContainers outcomes."""
+"""What the NRI adapter and the placement service report to their observers: hook calls and
+their results, admissions by kind/result/reason, response updates and moves, update outcomes."""
 
 from __future__ import annotations
 
@@ -11,19 +11,21 @@ import pytest
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import HandlerError
-from cpuset_adapters.nri.observer import (
+from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.ttrpc import RequestEnvelope
+from cpuset_core import ContainerUpdate, CPUSet, CpusetEngine, Kind, UpdateTransactionError
+from cpuset_service.observer import (
+    NO_HOOK_OBSERVER,
     NO_OBSERVER,
     AdmissionResult,
     BatchOutcome,
+    HookObserver,
     HookResult,
     Observer,
 )
-from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
-from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_adapters.nri.pusher import UpdatePusher
-from cpuset_adapters.nri.transaction import apply_staged
-from cpuset_adapters.nri.ttrpc import RequestEnvelope
-from cpuset_core import ContainerUpdate, CPUSet, CpusetEngine, Kind, UpdateTransactionError
+from cpuset_service.placement import PlacementService
+from cpuset_service.staged import apply_staged
 from tests.unit.nri.test_handler import TOPOLOGY, container, pod
 
 
@@ -47,22 +49,33 @@ class FakeObserver:
     def admission(self, kind: Kind, result: AdmissionResult, reason: str) -> None:
         self.admissions.append((kind, result, reason))
 
-    def response_updates(self, updates: int, moves: int) -> None:
-        self.responses.append((updates, moves))
+    def response_updates(self, container_ids: Sequence[str], moves: int) -> None:
+        self.responses.append((len(container_ids), moves))
 
-    def update_batch(self, outcome: BatchOutcome, updates: int) -> None:
-        self.batches.append((outcome, updates))
+    def update_batch(self, outcome: BatchOutcome, container_ids: Sequence[str]) -> None:
+        self.batches.append((outcome, len(container_ids)))
+
+    def drift(self, repaired: int, unrepaired: int) -> None:
+        pass
 
 
 def observed() -> tuple[CpusetNriHandler, FakeObserver]:
+    handler, _, observer = observed_service()
+    return handler, observer
+
+
+def observed_service() -> tuple[CpusetNriHandler, PlacementService, FakeObserver]:
     observer = FakeObserver()
-    engine = CpusetEngine(TOPOLOGY)
-    return CpusetNriHandler(engine, UpdatePusher(engine), observer=observer), observer
+    service = PlacementService(CpusetEngine(TOPOLOGY), observer=observer)
+    return CpusetNriHandler(service), service, observer
 
 
-def test_the_fake_and_the_default_satisfy_the_port() -> None:
+def test_the_fake_and_the_defaults_satisfy_the_ports() -> None:
     ports: list[Observer] = [FakeObserver(), NO_OBSERVER]
-    assert all(p.hook_started("CreateContainer", 2000) >= 0 for p in ports)
+    hooks: list[HookObserver] = [FakeObserver(), NO_HOOK_OBSERVER]
+    assert all(p.hook_started("CreateContainer", 2000) >= 0 for p in hooks)
+    for port in ports:
+        port.drift(0, 0)
 
 
 def test_admissions_are_reported_with_the_kind_decided() -> None:
@@ -91,11 +104,11 @@ def test_a_rejection_is_reported_with_the_kind_asked_and_the_core_reason(
 
 
 def test_updates_and_moves_on_responses_are_reported() -> None:
-    handler, observer = observed()
+    handler, service, observer = observed_service()
     web, db = pod("web", qos="burstable"), pod("db")
     handler.on_create_container(web, container("app", web))
     handler.on_create_container(db, container("pg", db, cpus=1))
-    taken = handler.engine.placement("id-pg-0123456789")
+    taken = service.placement("id-pg-0123456789")
     assert taken is not None
     io = pod("io", qos="burstable", pins=taken.cpus.format())
     handler.on_create_container(io, container("io", io))
@@ -140,7 +153,7 @@ def test_a_staged_transaction_reports_applied_failed_and_rolled_back_calls() -> 
     observer = FakeObserver()
     calls: list[int] = []
 
-    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
         calls.append(len(batch))
         if len(calls) == 2:
             raise RuntimeError("NRI update of some containers failed")
@@ -155,21 +168,21 @@ def test_a_staged_transaction_reports_applied_failed_and_rolled_back_calls() -> 
 
 def test_the_pusher_reports_each_batch_it_sends_and_each_failure() -> None:
     observer = FakeObserver()
-    engine = CpusetEngine(TOPOLOGY)
-    handler = CpusetNriHandler(engine, UpdatePusher(engine), observer=observer)
-    pusher = UpdatePusher(engine, observer=observer, max_backoff=0.01)
+    service = PlacementService(CpusetEngine(TOPOLOGY), observer=observer)
+    handler = CpusetNriHandler(service)
+    pusher = service.pusher
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
     sent: list[int] = []
 
-    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
         sent.append(len(batch))
         if len(sent) == 1:
             raise RuntimeError("refused")
 
     async def main() -> None:
         task = asyncio.create_task(pusher.run(send))
-        pusher.mark_dirty(["id-app-0123456789"])
+        pusher.force(["id-app-0123456789"])
         while len(sent) < 2:
             await asyncio.sleep(0.001)
         await asyncio.sleep(0)

@@ -60,7 +60,7 @@ def test_synchronize_then_create_pins_and_shrinks_the_pool(tmp_path: Path, versi
         assert (cpu.cpus, cpu.mems) == ("2-3", "0")
         assert [(u.container_id, u.linux.resources.cpu.cpus) for u in response.update] == [
             (app.id, "0-1,4-15")]
-        assert daemon.handler.synchronized
+        assert daemon.service.synchronized
 
     run(scenario, tmp_path, version=version, pods=[web], containers=[app])
 
@@ -71,7 +71,7 @@ def test_chunked_synchronize_sees_every_container(tmp_path: Path) -> None:
 
     async def scenario(runtime: RuntimeDouble, daemon: Daemon) -> None:
         assert len(runtime.plugin.sync_updates) == 20
-        assert len(daemon.handler.engine.ledger) == 20
+        assert len(daemon.service.ledger) == 20
 
     run(scenario, tmp_path, version="0.12.2", pods=pods, containers=containers, sync_chunk=8)
 

@@ -1,5 +1,6 @@
-"""Log configuration: JSON lines that parse, decision events with all their fields, console
-lines that read like the plain messages, and the SIGUSR1 debug toggle."""
+"""Log configuration: JSON lines that parse, decision events (an event name plus fields) with all
+their fields, console lines of the event name and ``key=value`` fields, each written once, and
+the SIGUSR1 debug toggle."""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from cpuset_adapters.nri.decision_log import FIELDS
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import HandlerError
-from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.observability.logging import configure_logging
-from cpuset_core import CpusetEngine
+from cpuset_core import ContainerUpdate, CpusetEngine
+from cpuset_service.events import FIELDS
+from cpuset_service.placement import PlacementService
 from tests.unit.nri.test_handler import TOPOLOGY, container, pod
 
 
@@ -35,11 +35,11 @@ def restore_root_logger() -> Iterator[None]:
 
 def decide_a_few_things() -> None:
     """An admission, a move, a rejection and a release, through the real handler."""
-    engine = CpusetEngine(TOPOLOGY)
-    handler = CpusetNriHandler(engine, UpdatePusher(engine))
+    service = PlacementService(CpusetEngine(TOPOLOGY))
+    handler = CpusetNriHandler(service)
     db = pod("db")
     handler.on_create_container(db, container("pg", db, cpus=1))
-    taken = engine.placement("id-pg-0123456789")
+    taken = service.placement("id-pg-0123456789")
     assert taken is not None
     io_pod = pod("io", qos="burstable", pins=taken.cpus.format())
     handler.on_create_container(io_pod, container("io", io_pod))
@@ -57,25 +57,25 @@ def test_json_lines_parse_and_every_decision_carries_all_fields() -> None:
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert events[0]["event"] == "registered with the runtime as 99-x"
     assert {"timestamp", "level", "logger"} <= events[0].keys()
-    decisions = [e for e in events if "action" in e]
-    assert {e["action"] for e in decisions} >= {"admit", "move", "reject", "release", "update"}
+    decisions = [e for e in events if e["logger"] == "nri_cpuset.decisions"]
+    assert {e["event"] for e in decisions} >= {"admit", "move", "reject", "release", "update"}
     for event in decisions:
-        assert event.keys() >= FIELDS, event
+        assert event.keys() >= set(FIELDS), event
         assert event["container"].count("/") == 2
         assert len(event["id"]) == 12
-    admit = next(e for e in decisions if e["action"] == "admit" and e["kind"] == "annotated")
+    admit = next(e for e in decisions if e["event"] == "admit" and e["kind"] == "annotated")
     assert admit["container"] == "ns/io/io"
     assert admit["id"] == "id-io-012345"
     assert admit["reason"].startswith("pod annotation weka.io/cores-ids=" + admit["cpus"])
-    reject = next(e for e in decisions if e["action"] == "reject")
+    reject = next(e for e in decisions if e["event"] == "reject")
     assert (reject["kind"], reject["reason"], reject["cpus"]) == \
         ("annotated", "cpu-unavailable", "")
-    release = next(e for e in decisions if e["action"] == "release")
+    release = next(e for e in decisions if e["event"] == "release")
     assert (release["container"], release["kind"], release["reason"]) == \
         ("ns/db/pg", "integer", "stop")
 
 
-def test_console_lines_are_the_plain_messages_with_level_and_logger() -> None:
+def test_console_lines_are_the_event_and_its_fields_with_level_and_logger() -> None:
     out = io.StringIO()
     configure_logging("info", "console", out)
     logging.getLogger("nri_cpuset.nri").info("registered with the runtime as %s-%s", "99",
@@ -84,12 +84,31 @@ def test_console_lines_are_the_plain_messages_with_level_and_logger() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].endswith(" INFO nri_cpuset.nri: registered with the runtime as "
                              "99-nri-cpuset")
-    admit = next(line for line in lines if ": admit ns/io/io " in line)
-    assert "id=id-io-012345 kind=annotated cpus=" in admit
-    release = next(line for line in lines if ": release ns/db/pg " in line)
-    assert " id=id-pg-012345 on stop: kind=integer cpus=" in release
-    assert release.endswith(" live update(s)")  # no field appended after the message
+    admit = next(line for line in lines if ": admit container=ns/io/io " in line)
+    assert " id=id-io-012345 kind=annotated cpus=" in admit
+    release = next(line for line in lines if ": release container=ns/db/pg " in line)
+    assert " id=id-pg-012345 kind=integer cpus=" in release
+    assert " reason=stop " in release
     assert not any(" DEBUG " in line for line in lines)
+
+
+def test_each_decision_is_logged_once_and_each_field_once() -> None:
+    out = io.StringIO()
+    configure_logging("info", "console", out)
+    decide_a_few_things()
+    lines = out.getvalue().splitlines()
+    assert sum(": admit container=ns/io/io " in line for line in lines) == 1
+    assert sum(": reject container=ns/bad/c " in line for line in lines) == 1
+    for line in lines:
+        keys = [word.split("=", 1)[0] for word in line.split(" ") if "=" in word]
+        assert len(keys) == len(set(keys)), line
+
+
+def test_a_field_with_spaces_is_quoted_on_the_console() -> None:
+    out = io.StringIO()
+    configure_logging("info", "console", out)
+    logging.getLogger("nri_cpuset.x").info("event", extra={"why": "two words", "empty": ""})
+    assert out.getvalue().rstrip().endswith(": event why='two words' empty=''")
 
 
 def test_an_unknown_level_or_format_is_refused() -> None:
@@ -127,19 +146,19 @@ def test_with_debug_configured_the_toggle_goes_to_info_and_back() -> None:
 def test_each_container_a_background_batch_updates_is_one_debug_event() -> None:
     out = io.StringIO()
     configure_logging("debug", "json", out)
-    engine = CpusetEngine(TOPOLOGY)
-    pusher = UpdatePusher(engine)
-    handler = CpusetNriHandler(engine, UpdatePusher(engine))
+    service = PlacementService(CpusetEngine(TOPOLOGY))
+    pusher = service.pusher
+    handler = CpusetNriHandler(service)
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
     sent: list[int] = []
 
-    async def send(batch: Sequence[pb.ContainerUpdate]) -> None:
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
         sent.append(len(batch))
 
     async def main() -> None:
         task = asyncio.create_task(pusher.run(send))
-        pusher.mark_dirty(["id-app-0123456789"])
+        pusher.force(["id-app-0123456789"])
         while not sent:
             await asyncio.sleep(0.001)
         task.cancel()
@@ -147,7 +166,7 @@ def test_each_container_a_background_batch_updates_is_one_debug_event() -> None:
     asyncio.run(asyncio.wait_for(main(), 10))  # a bound against hanging, not a timing check
     updates = [e for e in map(json.loads, out.getvalue().splitlines())
                if e.get("reason") == "background update"]
-    assert [(e["action"], e["container"], e["kind"], e["cpus"], e["mems"]) for e in updates] \
+    assert [(e["event"], e["container"], e["kind"], e["cpus"], e["mems"]) for e in updates] \
         == [("update", "ns/web/app", "shared", "0-15", "default")]
 
 

@@ -79,10 +79,10 @@ def test_admissions_count_by_kind_result_and_reason() -> None:
 
 def test_update_batches_and_their_updates_count_by_outcome() -> None:
     metrics = PluginMetrics()
-    metrics.update_batch("applied", 3)
-    metrics.update_batch("failed", 2)
-    metrics.update_batch("rolled_back", 1)
-    metrics.response_updates(5, 1)
+    metrics.update_batch("applied", ["a", "b", "c"])
+    metrics.update_batch("failed", ["a", "b"])
+    metrics.update_batch("rolled_back", ["a"])
+    metrics.response_updates(["a", "b", "c", "d", "e"], 1)
     assert value(metrics, "nri_cpuset_update_batches_total", outcome="applied") == 1
     assert value(metrics, "nri_cpuset_live_updates_total", outcome="applied") == 3
     assert value(metrics, "nri_cpuset_live_updates_total", outcome="failed") == 2
@@ -102,13 +102,19 @@ def test_state_gauges_follow_the_live_state_at_each_scrape() -> None:
     assert value(metrics, "nri_cpuset_runtime_connected") == 1
     assert value(metrics, "nri_cpuset_containers", kind="annotated") == 0
     assert value(metrics, "nri_cpuset_containers", kind="shared") == 3
-    assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 0
-    state = replace(STATE, shared_pool_cpus=11, pinned_cpus=3, runtime_connected=False,
-                    drift_repaired=2)
+    state = replace(STATE, shared_pool_cpus=11, pinned_cpus=3, runtime_connected=False)
     assert value(metrics, "nri_cpuset_shared_pool_cpus") == 11
     assert value(metrics, "nri_cpuset_pinned_cpus") == 3
     assert value(metrics, "nri_cpuset_runtime_connected") == 0
-    assert value(metrics, "nri_cpuset_drift_containers_total", state="repaired") == 2
+
+
+def test_drift_counts_add_up_by_state() -> None:
+    metrics = PluginMetrics()
+    assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 0
+    metrics.drift(2, 0)
+    metrics.drift(1, 1)
+    assert value(metrics, "nri_cpuset_drift_containers_total", state="repaired") == 3
+    assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 1
 
 
 def test_a_failing_state_read_leaves_the_other_metrics_served() -> None:
@@ -131,7 +137,7 @@ def test_labels_are_low_cardinality_and_never_name_a_pod() -> None:
         metrics.hook_finished(metrics.hook_started(hook, 2000), "ok")
     for kind in Kind:
         metrics.admission(kind, "rejected", "insufficient-cpus")
-    metrics.update_batch("applied", 1)
+    metrics.update_batch("applied", ["web-7f9c"])
     text = metrics.exposition().decode()
     assert "web-7f9c" not in text  # the decisions above named no pod, and neither may a label
     allowed = {"hook", "result", "kind", "reason", "outcome", "state", "le"}

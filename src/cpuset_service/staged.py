@@ -1,4 +1,4 @@
-"""Applying a batch of live updates through UpdateContainers, all-or-nothing.
+"""Applying a batch of live updates from outside any hook, all-or-nothing.
 
 The steps and their undo come from the core (``stage``, ``undo_steps``): every step is safe on
 its own, and since the runtime never says which update of a failed call failed (fact sheet
@@ -7,15 +7,11 @@ its own, and since the runtime never says which update of a failed call failed (
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from cpuset_adapters.nri import translate
-from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
-from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import ContainerUpdate, UpdateTransactionError, stage, undo_steps
-
-Send = Callable[[Sequence[pb.ContainerUpdate]], Awaitable[None]]
-"""One UpdateContainers call; raises on an error status or a lost connection."""
+from cpuset_service.observer import NO_OBSERVER, Observer
+from cpuset_service.pusher import Sender as Send
 
 
 async def apply_staged(send: Send, updates: Sequence[ContainerUpdate], subject: str, *,
@@ -27,13 +23,13 @@ async def apply_staged(send: Send, updates: Sequence[ContainerUpdate], subject: 
     for step in stage(updates):
         tried.append(step)
         try:
-            await send(translate.updates(step))
+            await send(step)
         except Exception as exc:
-            observer.update_batch("failed", len(step))
+            observer.update_batch("failed", _ids(step))
             restored = await _restore(send, tried, observer)
             raise UpdateTransactionError(subject, [u.container_id for u in step], str(exc),
                                          restored=restored) from exc
-        observer.update_batch("applied", len(step))
+        observer.update_batch("applied", _ids(step))
 
 
 async def _restore(send: Send, tried: Sequence[tuple[ContainerUpdate, ...]],
@@ -41,10 +37,14 @@ async def _restore(send: Send, tried: Sequence[tuple[ContainerUpdate, ...]],
     restored = True
     for inverse in undo_steps(tried):
         try:
-            await send(translate.updates(inverse))
+            await send(inverse)
         except Exception:  # noqa: BLE001 - keep restoring the other steps
-            observer.update_batch("failed", len(inverse))
+            observer.update_batch("failed", _ids(inverse))
             restored = False
         else:
-            observer.update_batch("rolled_back", len(inverse))
+            observer.update_batch("rolled_back", _ids(inverse))
     return restored
+
+
+def _ids(updates: Sequence[ContainerUpdate]) -> list[str]:
+    return [u.container_id for u in updates]

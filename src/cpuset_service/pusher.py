@@ -1,56 +1,59 @@
 """The one background task that sends live updates the runtime did not ask for.
 
-Updates that cannot ride on an event's response (after RemoveContainer, retries) are never sent
-from inside a handler: containerd holds its NRI lock for the whole event, so an UpdateContainers
-call from a handler would block until the runtime's deadline and get the plugin disconnected
-(fact sheet §6.3). Handlers only mark containers dirty; this task sends, per container, whatever
-the engine's committed ledger says *at send time* — so a later decision supersedes an earlier
-one (latest wins), a container that is gone is dropped, and a container already on its target
-is skipped.
+Updates that cannot ride on an event's response (after RemoveContainer, retries, repairs) are
+never sent from inside a hook: containerd holds its NRI lock for the whole event, so an
+UpdateContainers call from a hook would block until the runtime's deadline and get the plugin
+disconnected (fact sheet §6.3). The service only marks containers dirty; this task sends, per
+container, whatever the committed ledger says *at send time* — so a later decision supersedes an
+earlier one (latest wins), a container that is gone is dropped, and a container already on its
+target is skipped. How a batch reaches the runtime is the adapter's (``Sender``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol
 
-from cpuset_adapters.nri import translate
-from cpuset_adapters.nri.decision_log import decision, mems_text, short_id
-from cpuset_adapters.nri.observer import NO_OBSERVER, Observer
-from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import CPUSet, CpusetEngine
+from cpuset_core import ContainerUpdate, CPUSet, Ledger, Placement
+from cpuset_service import events
+from cpuset_service.observer import NO_OBSERVER, Observer
 
-Sender = Callable[[Sequence[pb.ContainerUpdate]], Awaitable[None]]
-"""Sends one UpdateContainers batch; raises on an error status."""
+Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
+"""Sends one batch of live updates to the runtime; raises when it is not applied."""
 
 _log = logging.getLogger("nri_cpuset.updates")
+
+
+class Placements(Protocol):
+    """Where the committed ledger puts each container (the placement service)."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def placement(self, container_id: str) -> Placement | None: ...
 
 
 class UpdatePusher:
     """Coalesces dirty containers and sends their current placement in one batch at a time."""
 
-    def __init__(self, engine: CpusetEngine, *, max_backoff: float = 5.0,
+    def __init__(self, placements: Placements, *, max_backoff: float = 5.0,
                  observer: Observer = NO_OBSERVER) -> None:
-        self._engine = engine
+        self._placements = placements
         self._observer = observer
         self._dirty: set[str] = set()
         self._sent: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         self._wake = asyncio.Event()
         self._max_backoff = max_backoff
-        self.batches_sent = 0
-        self.updates_sent = 0
-        self.failures = 0
-        self.sent_per_container: Counter[str] = Counter()
         self._generation = 0
         """Bumped by :meth:`reset`: results of a send started before it are discarded."""
         self._in_flight: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         """What the batch being sent sets, per container (filled by :meth:`take_batch`)."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
-        """Ask for these containers to be brought to their committed placement (from a
-        handler: no I/O, returns at once)."""
+        """Ask for these containers to be brought to their committed placement (from a hook:
+        no I/O, returns at once)."""
         self._dirty.update(container_ids)
         if self._dirty:
             self._wake.set()
@@ -70,12 +73,6 @@ class UpdatePusher:
     def forget(self, container_id: str) -> None:
         self._sent.pop(container_id, None)
         self._dirty.discard(container_id)
-        self.sent_per_container.pop(container_id, None)
-
-    def replace_engine(self, engine: CpusetEngine) -> None:
-        """Read placements from ``engine`` from now on (see
-        :meth:`CpusetNriHandler.replace_engine`)."""
-        self._engine = engine
 
     def reset(self) -> None:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
@@ -93,18 +90,27 @@ class UpdatePusher:
         """The cpuset the plugin last set or learned for each container (list format)."""
         return {cid: cpus.format() for cid, (cpus, _mems) in self._sent.items()}
 
-    def take_batch(self) -> list[pb.ContainerUpdate]:
+    def take_batch(self) -> list[ContainerUpdate]:
         """Return the updates to send now and clear the dirty set (no-ops dropped)."""
-        batch: list[pb.ContainerUpdate] = []
+        batch: list[ContainerUpdate] = []
+        entries = self._placements.ledger.entries
         for cid in sorted(self._dirty):
-            placement = self._engine.placement(cid)
+            placement = self._placements.placement(cid)
             if placement is None:  # gone: nothing to pin
                 self._sent.pop(cid, None)
                 continue
             target = (placement.cpus, placement.mems)
-            if self._sent.get(cid) == target or not placement.cpus:
+            sent = self._sent.get(cid)
+            if sent == target or not placement.cpus:
                 continue
-            batch.append(translate.container_update(cid, placement.cpus, placement.mems))
+            # What it runs on before is what was last sent (the placement itself when never:
+            # background sends are repairs and releases, never undone, so it only informs).
+            before = sent if sent is not None else target
+            batch.append(ContainerUpdate(
+                container_id=cid, subject=entries[cid].subject, kind=placement.kind,
+                cpus=placement.cpus, previous_cpus=before[0], mems=placement.mems,
+                previous_mems=before[1] if before[1] is not None else placement.mems,
+                reason="background update"))
             self._in_flight[cid] = target
         self._dirty.clear()
         return batch
@@ -127,11 +133,11 @@ class UpdatePusher:
             except Exception as exc:  # noqa: BLE001 - any failure: keep the work, retry later
                 if generation != self._generation:
                     continue  # the connection was replaced: the next Synchronize decides
-                self.failures += 1
-                self._observer.update_batch("failed", len(batch))
-                _log.warning("UpdateContainers failed for %s: %s; retrying in %.1fs",
-                             self._subjects(batch), exc, backoff)
-                failed = translate.ids(batch)
+                failed = [u.container_id for u in batch]
+                self._observer.update_batch("failed", failed)
+                _log.warning("updates failed", extra={
+                    "containers": self._subjects(batch), "error": str(exc),
+                    "retry_in_s": backoff})
                 for cid in failed:
                     self._in_flight.pop(cid, None)
                 self.mark_dirty(failed)
@@ -141,21 +147,19 @@ class UpdatePusher:
             backoff = 0.1
             if generation != self._generation:
                 continue
-            self.batches_sent += 1
-            self.updates_sent += len(batch)
-            self._observer.update_batch("applied", len(batch))
+            self._observer.update_batch("applied", [u.container_id for u in batch])
             self._settle(batch)
-            _log.info("sent %d live update(s): %s", len(batch), self._subjects(batch))
+            _log.info("updates sent", extra={"count": len(batch),
+                                             "containers": self._subjects(batch)})
 
-    def _settle(self, batch: Sequence[pb.ContainerUpdate]) -> None:
+    def _settle(self, batch: Sequence[ContainerUpdate]) -> None:
         """After a send: a decision taken while it was in flight may have been applied before
         it, so whatever now differs from the ledger is sent again (latest wins, eventually)."""
         for update in batch:
             cid = update.container_id
-            self.sent_per_container[cid] += 1
             sent = self._in_flight.pop(cid)
-            self._log_sent(cid, *sent)
-            placement = self._engine.placement(cid)
+            self._log_sent(update)
+            placement = self._placements.placement(cid)
             if placement is None:
                 continue
             if (placement.cpus, placement.mems) != sent:
@@ -163,20 +167,11 @@ class UpdatePusher:
             else:
                 self._sent[cid] = sent
 
-    def _log_sent(self, cid: str, cpus: CPUSet, mems: CPUSet | None) -> None:
-        # One event per container at debug; the batch line names them all at info.
-        if not _log.isEnabledFor(logging.DEBUG):
-            return
-        entry = self._engine.ledger.get(cid)
-        subject = entry.subject if entry is not None else "?/?/?"
-        decision(_log, logging.DEBUG,
-                 f"update {subject} id={short_id(cid)} kind={entry.kind.value if entry else ''} "
-                 f"cpus={cpus} mems={mems_text(mems)} reason=background update", action="update",
-                 container=subject, container_id=cid, kind=entry.kind if entry else None,
-                 cpus=cpus, mems=mems, reason="background update")
+    def _log_sent(self, update: ContainerUpdate) -> None:
+        # One event per container at debug; the batch's event names them all at info.
+        events.decision(logging.DEBUG, "update", container=update.subject,
+                        container_id=update.container_id, kind=update.kind, cpus=update.cpus,
+                        mems=update.mems, reason=update.reason)
 
-    def _subjects(self, batch: Sequence[pb.ContainerUpdate]) -> str:
-        entries = self._engine.ledger.entries
-        return ", ".join(f"{entries[u.container_id].subject} ({short_id(u.container_id)})"
-                         if u.container_id in entries else short_id(u.container_id)
-                         for u in batch)
+    def _subjects(self, batch: Sequence[ContainerUpdate]) -> str:
+        return ", ".join(f"{u.subject} ({events.short_id(u.container_id)})" for u in batch)

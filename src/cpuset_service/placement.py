@@ -1,0 +1,391 @@
+"""The placement service: every use case, for every source of change, in one place.
+
+A runtime adapter (NRI), the CRI inventory and the hotplug watcher call it; it plans through the
+engine, commits, remembers what happened to each container (:class:`History`), logs each
+decision once (:mod:`cpuset_service.events`), reports to the observer (statistics, metrics) and
+hands what cannot ride on a runtime's answer to the background updates (:class:`UpdatePusher`).
+
+Calls are synchronous, do no I/O and are fast: a runtime waits for the answer of the ones made
+from its hooks. Admission errors are logged, counted and raised again for the adapter to turn
+into its runtime's error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    ContainerUpdate,
+    CpusetEngine,
+    Kind,
+    Ledger,
+    Placement,
+    Plan,
+    PodFacts,
+    Settings,
+    Topology,
+    classify,
+    violations,
+)
+from cpuset_core.drift import DriftReport, assess
+from cpuset_core.model import subject_of
+from cpuset_service import events
+from cpuset_service.events import decision, short_id
+from cpuset_service.history import History
+from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
+from cpuset_service.pusher import UpdatePusher
+from cpuset_service.statistics import Statistics
+
+_log = logging.getLogger("nri_cpuset.placement")
+
+
+@dataclass(frozen=True, slots=True)
+class Synchronized:
+    """A committed rebuild and its corrections, in the order a runtime must apply them."""
+
+    plan: Plan
+    updates: list[ContainerUpdate]
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A created container's placement and the updates to other containers it causes, in the
+    order a runtime must apply them (see :func:`response_order`)."""
+
+    placement: Placement
+    updates: list[ContainerUpdate]
+
+
+class PlacementService:
+    """Owns the engine; not thread-safe (one caller at a time: the event loop)."""
+
+    def __init__(self, engine: CpusetEngine, *, observer: Observer = NO_OBSERVER) -> None:
+        self._engine = engine
+        self.statistics = Statistics()
+        self.observer: Observer = FanOut(self.statistics, observer)
+        """Where decisions and sends are reported: the statistics, then ``observer`` (e.g.
+        the metrics); staged sends made for the service report here too."""
+        self.pusher = UpdatePusher(self, observer=self.observer)
+        """The background updates: the daemon runs it with its runtime's sender."""
+        self.synchronized = False
+        """Whether the state was rebuilt from the runtime on this connection."""
+        self._history = History()
+        self._moved_by: dict[str, tuple[str, ...]] = {}
+        """Containers each creation moved: if the creation failed later (another plugin, a
+        validator), the runtime applied none of those moves, and its stop or removal must put
+        them where the ledger says."""
+
+    # -- what is decided -------------------------------------------------------------------------
+
+    @property
+    def engine(self) -> CpusetEngine:
+        """The engine behind the decisions (read it; plan only through this service)."""
+        return self._engine
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._engine.ledger
+
+    def placement(self, container_id: str) -> Placement | None:
+        return self._engine.placement(container_id)
+
+    def history(self) -> dict[str, list[str]]:
+        """What happened to each live container, oldest first (``explain`` shows it)."""
+        return self._history.copy()
+
+    @property
+    def decided(self) -> bool:
+        """Whether any container has been decided or adopted since start."""
+        return self.synchronized or bool(self._engine.ledger.entries) or bool(self._history)
+
+    # -- settings --------------------------------------------------------------------------------
+
+    def reconfigure(self, settings: Settings) -> None:
+        """Apply live settings to the decisions that follow (``CpusetEngine.reconfigure``)."""
+        self._engine.reconfigure(settings)
+
+    def replace_engine(self, settings: Settings) -> bool:
+        """Decide with a new engine for ``settings`` from now on, if nothing was decided yet
+        (a pre-installed plugin's configuration arrives in Configure, before any decision, and
+        may change settings a running engine keeps); return whether it was replaced."""
+        if self.decided:
+            return False
+        self._engine = CpusetEngine(self._engine.topology, settings)
+        return True
+
+    # -- creation and resize ---------------------------------------------------------------------
+
+    def admit(self, pod: PodFacts, container: ContainerFacts) -> Admission:
+        """Place a container being created; raise the core's :class:`AdmissionError` (logged,
+        counted, nothing changed) when it cannot be admitted."""
+        try:
+            plan = self._engine.plan_create(pod, container)
+        except AdmissionError as error:
+            kind = self._kind_of_rejected(pod, container)
+            self.observer.admission(kind, "rejected", error.reason)
+            decision(logging.WARNING, "reject", container=error.subject,
+                     container_id=container.id, kind=kind, cpus=None, mems=None,
+                     reason=error.reason, detail=error.detail)
+            raise
+        self._engine.commit(plan)
+        placement = plan.placement
+        assert placement is not None  # a create plan always places its container
+        self.observer.admission(placement.kind, "admitted", "")
+        updates = response_order(plan)
+        self._on_response(updates, moves=len(plan.moves))
+        self.pusher.record_applied(container.id, placement.cpus, placement.mems)
+        self._history.restart(container.id, f"created: {placement.kind.value} "
+                                            f"cpus={placement.cpus} mems="
+                                            f"{placement.mems or 'default'} ({plan.reason})")
+        for move in plan.moves:
+            self._history.remember(move.container_id,
+                                   f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
+            decision(logging.INFO, "move", container=move.subject,
+                     container_id=move.container_id, kind=move.kind, cpus=move.cpus,
+                     mems=move.mems, reason=move.reason, previous=str(move.previous_cpus))
+        if plan.moves:
+            self._moved_by[container.id] = tuple(m.container_id for m in plan.moves)
+        decision(logging.INFO, "admit", container=subject_of(pod, container),
+                 container_id=container.id, kind=placement.kind, cpus=placement.cpus,
+                 mems=placement.mems, reason=plan.reason, updates=len(updates))
+        return Admission(placement, updates)
+
+    def resize(self, pod: PodFacts, container: ContainerFacts) -> Admission | None:
+        """Re-decide a running container's cpuset from its new limits (``container`` carries
+        them). ``None`` when there is nothing to set: a container not in the ledger (stopped,
+        or never seen — a resize must not admit it) or an empty shared pool. Raises
+        :class:`AdmissionError` (logged, nothing changed) when the new size cannot be met."""
+        if container.id not in self._engine.ledger:
+            return None
+        try:
+            plan = self._engine.plan_resize(pod, container)
+        except AdmissionError as error:
+            decision(logging.WARNING, "reject resize", container=error.subject,
+                     container_id=container.id, kind=None, cpus=None, mems=None,
+                     reason=error.reason, detail=error.detail)
+            raise
+        self._engine.commit(plan)
+        placement = plan.placement
+        subject = subject_of(pod, container)
+        if placement is None or not placement.cpus:
+            # An empty cpuset cannot be set (the runtime ignores ""): say so, change nothing.
+            _log.warning("resize without CPUs", extra={
+                "container": subject, "id": short_id(container.id),
+                "reason": "empty shared pool"})
+            return None
+        updates = response_order(plan)
+        self._on_response(updates)
+        self.pusher.record_applied(container.id, placement.cpus, placement.mems)
+        self.statistics.response_updates([container.id], 0)  # its own, last in the answer
+        if plan.changes_ledger:
+            self._history.remember(container.id, f"resized: {placement.kind.value} cpus="
+                                                  f"{placement.cpus} ({plan.reason})")
+            decision(logging.INFO, "resize", container=subject, container_id=container.id,
+                     kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
+                     reason=plan.reason, updates=len(updates))
+        return Admission(placement, updates)
+
+    # -- release ---------------------------------------------------------------------------------
+
+    def stop(self, container_id: str, subject: str) -> list[ContainerUpdate]:
+        """The container stopped: release it; return the updates for its answer — the
+        containers its creation moved first (re-asserted), then the shared pool's growth."""
+        reasserted = self._reassert_moves_of(container_id)
+        plan = self._release(container_id, subject, "stop")
+        moved = {r.container_id for r in reasserted}
+        updates = [u for u in response_order(plan) if u.container_id not in moved]
+        self._on_response(updates)
+        # Moved containers first: they leave CPUs the growing shared containers then take.
+        return [*reasserted, *updates]
+
+    def remove(self, container_id: str, subject: str) -> None:
+        """The container was removed (also after a failed creation): release it (a no-op after
+        a stop); any growth goes out in the background."""
+        plan = self._release(container_id, subject, "remove")
+        self._forget(container_id)
+        self.pusher.mark_dirty(u.container_id for u in plan.updates)
+
+    def release_pod(self, sandbox_id: str, subject: str, *, removed: bool) -> None:
+        """The pod stopped (``removed=False``) or was removed: release whatever it still holds
+        (a container created but never started must not keep its CPUs); on removal forget the
+        CPUs its completed containers left behind. Growth goes out in the background."""
+        plan = self._engine.plan_release_pod(sandbox_id)
+        self._engine.commit(plan)
+        if removed:
+            self._engine.forget_pod(sandbox_id)
+        gone = sorted(plan.base.entries.keys() - plan.result.entries.keys())
+        for cid in gone:
+            self._forget(cid)
+        self.pusher.mark_dirty(u.container_id for u in plan.updates)
+        if gone:
+            _log.info("release pod", extra={
+                "pod": subject, "on": "removal" if removed else "stop",
+                "containers": ", ".join(short_id(cid) for cid in gone),
+                "shared_pool": str(plan.shared_pool)})
+
+    # -- rebuilds --------------------------------------------------------------------------------
+
+    def synchronize(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts], *,
+                    source: str, caller_applies: bool = False) -> Synchronized:
+        """Rebuild the ledger from every live pod and container (a Synchronize, or an inventory
+        taken over CRI) and commit it; return it with the updates that correct the running
+        containers (riding on the runtime's answer unless ``caller_applies``). The drift its
+        corrections repair and the drift they cannot are counted and logged now — or, with
+        ``caller_applies`` (the caller sends the corrections itself and may fail), by
+        :meth:`corrections_applied` once it knows."""
+        plan = self._engine.plan_synchronize(pods, containers)
+        self._engine.commit(plan)
+        self.synchronized = True
+        self._history.keep_only(plan.result.entries)
+        for cid, entry in plan.result.entries.items():
+            if cid not in self._history:
+                self._history.remember(cid, f"found at {source}: {entry.kind.value} "
+                                            f"({entry.reason})")
+        for change in plan.moves:
+            self._history.remember(change.container_id, f"corrected at {source}: "
+                                                        f"{change.previous_cpus} -> {change.cpus}")
+        self._report(plan, source)
+        self.pusher.reset()
+        _log.info("synchronized", extra={
+            "source": source, "pods": len(pods), "containers": len(containers),
+            "corrections": len(plan.updates), "shared_pool": str(plan.shared_pool)})
+        updates = response_order(plan)
+        if not caller_applies:
+            self._on_response(updates)
+            self._record_drift(assess(plan, pods, containers), source=source)
+        return Synchronized(plan, updates)
+
+    def corrections_applied(self, plan: Plan, pods: Sequence[PodFacts],
+                            containers: Sequence[ContainerFacts], *, source: str,
+                            failure: str = "") -> None:
+        """The caller sent a synchronize's corrections: count the drift; ``failure`` (why they
+        were not applied) leaves every corrected container unrepaired and retried in the
+        background."""
+        report = assess(plan, pods, containers)
+        if failure:
+            ids = {u.container_id for u in plan.updates}
+            report = report.with_failed(ids, f"the correction failed: {failure}")
+            self.pusher.mark_dirty(ids)
+        self._record_drift(report, source=source)
+
+    def _record_drift(self, report: DriftReport, *, source: str) -> None:
+        """Count a rebuild's drift and log every container left off its placement."""
+        self.observer.drift(len(report.repaired), len(report.unrepaired))
+        for drifted in report.unrepaired:
+            _log.warning("drift unrepaired", extra={
+                "container": drifted.subject, "id": short_id(drifted.container_id),
+                "reported": drifted.reported or "unset",
+                "expected": str(drifted.expected) if drifted.expected else "none",
+                "source": source, "reason": drifted.why})
+        for drifted in report.repaired:
+            _log.info("drift repaired", extra={
+                "container": drifted.subject, "id": short_id(drifted.container_id),
+                "reported": drifted.reported or "unset", "expected": str(drifted.expected),
+                "source": source})
+
+    def topology_changed(self, topology: Topology) -> Plan:
+        """CPUs went offline or came back (``topology`` is the machine now): re-place every
+        container, commit, and return the plan, whose updates the caller applies."""
+        before = self._engine.topology.online
+        plan = self._engine.plan_topology_change(topology)
+        self._engine.commit(plan)
+        for change in plan.moves:
+            self._history.remember(change.container_id, f"moved at topology change: "
+                                                        f"{change.previous_cpus} -> {change.cpus}")
+        self._report(plan, "topology change")
+        _log.warning("online CPUs changed", extra={
+            "before": str(before), "after": str(topology.online), "updates": len(plan.updates),
+            "shared_pool": str(plan.shared_pool)})
+        return plan
+
+    def disconnected(self) -> None:
+        """The runtime connection ended: state is rebuilt at the next synchronize."""
+        self.synchronized = False
+        self.pusher.reset()
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _report(self, plan: Plan, source: str) -> None:
+        """Log what a rebuild could not place as asked, and any invariant the committed ledger
+        breaks."""
+        for problem in plan.problems:
+            _log.warning("not placed as asked", extra={
+                "source": source, "problem": str(problem), "reason": problem.reason})
+        for broken in violations(self._engine.topology, self._engine.ledger,
+                                 self._engine.settings):
+            _log.error("invariant broken", extra={"source": source, "invariant": str(broken)})
+
+    def _release(self, container_id: str, subject: str, why: str) -> Plan:
+        released = self._engine.placement(container_id)
+        plan = self._engine.plan_release(container_id)
+        self._engine.commit(plan)
+        self._history.forget(container_id)
+        self.statistics.forget([container_id])
+        if plan.changes_ledger and released is not None:
+            decision(logging.INFO, "release", container=subject, container_id=container_id,
+                     kind=released.kind, cpus=released.cpus, mems=released.mems, reason=why,
+                     shared_pool=str(plan.shared_pool), updates=len(plan.updates))
+        return plan
+
+    def _forget(self, container_id: str) -> None:
+        """The container is gone: forget it, and re-send whatever its creation moved (a failed
+        creation's moves may never have been applied)."""
+        self._history.forget(container_id)
+        self.statistics.forget([container_id])
+        self.pusher.forget(container_id)
+        self.pusher.force(self._moved_by.pop(container_id, ()))
+
+    def _reassert_moves_of(self, container_id: str) -> list[ContainerUpdate]:
+        """Updates that put every container this one's creation moved where the ledger says
+        (a no-op when the runtime applied the moves)."""
+        updates = []
+        entries = self._engine.ledger.entries
+        for moved in self._moved_by.pop(container_id, ()):
+            placement = self._engine.placement(moved)
+            if placement is not None and placement.cpus:
+                updates.append(ContainerUpdate(
+                    container_id=moved, subject=entries[moved].subject, kind=placement.kind,
+                    cpus=placement.cpus, previous_cpus=placement.cpus, mems=placement.mems,
+                    previous_mems=placement.mems, reason="re-asserted: its mover stopped"))
+        return updates
+
+    def _on_response(self, updates: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
+        """Remember what an answer sets; ``moves`` of ``updates`` are moves (already logged as
+        such), the rest are logged at debug, one per container."""
+        for update in updates:
+            self.pusher.record_applied(update.container_id, update.cpus, update.mems)
+            events.decision(logging.DEBUG, "update", container=update.subject,
+                            container_id=update.container_id, kind=update.kind,
+                            cpus=update.cpus, mems=update.mems, reason=update.reason)
+        if updates:
+            self.observer.response_updates([u.container_id for u in updates], moves)
+
+    def _kind_of_rejected(self, pod: PodFacts, container: ContainerFacts) -> Kind:
+        """The kind a rejected container asked to be (for the admissions metric)."""
+        try:
+            return classify(pod, container, self._engine.settings).kind
+        except AdmissionError:  # classification only fails on the pin annotation
+            return Kind.ANNOTATED
+
+
+def response_order(plan: Plan) -> list[ContainerUpdate]:
+    """The plan's updates in the order a runtime should apply them when they ride on an event's
+    answer, where each container may appear only once: shared containers that only shrink
+    first (they leave the CPUs the others are about to take), then moved integer containers,
+    then every other change."""
+    first: list[ContainerUpdate] = []
+    moves: list[ContainerUpdate] = []
+    last: list[ContainerUpdate] = []
+    for update in plan.updates:
+        if update.kind is not Kind.SHARED:
+            moves.append(update)
+        elif update.cpus.issubset(update.previous_cpus):
+            first.append(update)
+        else:
+            last.append(update)
+    return [*first, *moves, *last]
+

@@ -1,0 +1,59 @@
+"""Imports run one way through the rooms of the tree: the core at the bottom, then the placement
+service, the adapters, the CLI (with the daemon and the composition root), and the test lab on
+top. A module may import its own room and the rooms below it, never one above: an adapter that
+reached for the CLI, or any product module that reached for the lab, fails here by name.
+
+The core's own purity (standard library only, nothing that does I/O) is checked by
+``tests/unit/core/test_core_purity.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[3] / "src"
+
+LAYERS = ("cpuset_core", "cpuset_service", "cpuset_adapters", "cpuset_cli", "cpuset_lab")
+"""Bottom first: each room may import itself and the rooms before it."""
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project rooms (top-level packages of ``src``) that ``path`` imports, wherever in the
+    module the import stands (deferred imports count too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & set(LAYERS)
+
+
+def allowed(room: str) -> set[str]:
+    return set(LAYERS[: LAYERS.index(room) + 1])
+
+
+MODULES = sorted(p for room in LAYERS for p in (SRC / room).rglob("*.py"))
+
+
+def test_every_room_has_modules_to_check() -> None:
+    rooms = {p.relative_to(SRC).parts[0] for p in MODULES}
+    assert rooms == set(LAYERS)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_a_module_imports_only_its_own_room_and_the_rooms_below(module: Path) -> None:
+    room = module.relative_to(SRC).parts[0]
+    upward = project_imports(module) - allowed(room)
+    assert not upward, f"{module.relative_to(SRC)} ({room}) imports {sorted(upward)} above it"
+
+
+def test_the_check_notices_an_upward_import(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def later():\n    from cpuset_lab import demo\nimport cpuset_core.cpuset\n")
+    assert project_imports(bad) == {"cpuset_lab", "cpuset_core"}
+    assert project_imports(bad) - allowed("cpuset_adapters") == {"cpuset_lab"}

@@ -15,8 +15,8 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
-    from cpuset_cli.daemon import Daemon
-    from cpuset_cli.live_config import LiveConfig
+    from cpuset_cli.daemon.live_config import LiveConfig
+    from cpuset_cli.daemon.plugin import Daemon
 
 DryRun = DryRunRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
@@ -64,7 +64,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
-    from cpuset_cli.daemon import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
+    from cpuset_cli.daemon.plugin import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
     from cpuset_service.placement import PlacementService  # noqa: PLC0415
 
     if config is not None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from cpuset_core import (
     AdmissionError,
@@ -29,35 +28,19 @@ from cpuset_core import (
     Settings,
     Topology,
     classify,
-    violations,
 )
 from cpuset_core.drift import DriftReport, assess
 from cpuset_core.model import subject_of
-from cpuset_service import events
+from cpuset_service import events, rebuild_log
+from cpuset_service.answers import Admission, Synchronized, response_order
 from cpuset_service.events import decision, short_id
 from cpuset_service.history import History
+from cpuset_service.moves import MovedBy
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
 from cpuset_service.statistics import Statistics
 
 _log = logging.getLogger("nri_cpuset.placement")
-
-
-@dataclass(frozen=True, slots=True)
-class Synchronized:
-    """A committed rebuild and its corrections, in the order a runtime must apply them."""
-
-    plan: Plan
-    updates: list[ContainerUpdate]
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """A created container's placement and the updates to other containers it causes, in the
-    order a runtime must apply them (see :func:`response_order`)."""
-
-    placement: Placement
-    updates: list[ContainerUpdate]
 
 
 class PlacementService:
@@ -74,10 +57,7 @@ class PlacementService:
         self.synchronized = False
         """Whether the state was rebuilt from the runtime on this connection."""
         self._history = History()
-        self._moved_by: dict[str, tuple[str, ...]] = {}
-        """Containers each creation moved: if the creation failed later (another plugin, a
-        validator), the runtime applied none of those moves, and its stop or removal must put
-        them where the ledger says."""
+        self._moved_by = MovedBy()
 
     # -- what is decided -------------------------------------------------------------------------
 
@@ -148,7 +128,7 @@ class PlacementService:
                      container_id=move.container_id, kind=move.kind, cpus=move.cpus,
                      mems=move.mems, reason=move.reason, previous=str(move.previous_cpus))
         if plan.moves:
-            self._moved_by[container.id] = tuple(m.container_id for m in plan.moves)
+            self._moved_by.remember(container.id, plan.moves)
         decision(logging.INFO, "admit", container=subject_of(pod, container),
                  container_id=container.id, kind=placement.kind, cpus=placement.cpus,
                  mems=placement.mems, reason=plan.reason, updates=len(updates))
@@ -194,7 +174,7 @@ class PlacementService:
     def stop(self, container_id: str, subject: str) -> list[ContainerUpdate]:
         """The container stopped: release it; return the updates for its answer — the
         containers its creation moved first (re-asserted), then the shared pool's growth."""
-        reasserted = self._reassert_moves_of(container_id)
+        reasserted = self._moved_by.reasserted(container_id, self._engine)
         plan = self._release(container_id, subject, "stop")
         moved = {r.container_id for r in reasserted}
         updates = [u for u in response_order(plan) if u.container_id not in moved]
@@ -248,7 +228,7 @@ class PlacementService:
         for change in plan.moves:
             self._history.remember(change.container_id, f"corrected at {source}: "
                                                         f"{change.previous_cpus} -> {change.cpus}")
-        self._report(plan, source)
+        rebuild_log.problems(plan, self._engine, source)
         self.pusher.reset()
         _log.info("synchronized", extra={
             "source": source, "pods": len(pods), "containers": len(containers),
@@ -273,19 +253,8 @@ class PlacementService:
         self._record_drift(report, source=source)
 
     def _record_drift(self, report: DriftReport, *, source: str) -> None:
-        """Count a rebuild's drift and log every container left off its placement."""
         self.observer.drift(len(report.repaired), len(report.unrepaired))
-        for drifted in report.unrepaired:
-            _log.warning("drift unrepaired", extra={
-                "container": drifted.subject, "id": short_id(drifted.container_id),
-                "reported": drifted.reported or "unset",
-                "expected": str(drifted.expected) if drifted.expected else "none",
-                "source": source, "reason": drifted.why})
-        for drifted in report.repaired:
-            _log.info("drift repaired", extra={
-                "container": drifted.subject, "id": short_id(drifted.container_id),
-                "reported": drifted.reported or "unset", "expected": str(drifted.expected),
-                "source": source})
+        rebuild_log.drift(report, source)
 
     def topology_changed(self, topology: Topology) -> Plan:
         """CPUs went offline or came back (``topology`` is the machine now): re-place every
@@ -296,7 +265,7 @@ class PlacementService:
         for change in plan.moves:
             self._history.remember(change.container_id, f"moved at topology change: "
                                                         f"{change.previous_cpus} -> {change.cpus}")
-        self._report(plan, "topology change")
+        rebuild_log.problems(plan, self._engine, "topology change")
         _log.warning("online CPUs changed", extra={
             "before": str(before), "after": str(topology.online), "updates": len(plan.updates),
             "shared_pool": str(plan.shared_pool)})
@@ -308,16 +277,6 @@ class PlacementService:
         self.pusher.reset()
 
     # -- helpers ---------------------------------------------------------------------------------
-
-    def _report(self, plan: Plan, source: str) -> None:
-        """Log what a rebuild could not place as asked, and any invariant the committed ledger
-        breaks."""
-        for problem in plan.problems:
-            _log.warning("not placed as asked", extra={
-                "source": source, "problem": str(problem), "reason": problem.reason})
-        for broken in violations(self._engine.topology, self._engine.ledger,
-                                 self._engine.settings):
-            _log.error("invariant broken", extra={"source": source, "invariant": str(broken)})
 
     def _release(self, container_id: str, subject: str, why: str) -> Plan:
         released = self._engine.placement(container_id)
@@ -337,21 +296,7 @@ class PlacementService:
         self._history.forget(container_id)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)
-        self.pusher.force(self._moved_by.pop(container_id, ()))
-
-    def _reassert_moves_of(self, container_id: str) -> list[ContainerUpdate]:
-        """Updates that put every container this one's creation moved where the ledger says
-        (a no-op when the runtime applied the moves)."""
-        updates = []
-        entries = self._engine.ledger.entries
-        for moved in self._moved_by.pop(container_id, ()):
-            placement = self._engine.placement(moved)
-            if placement is not None and placement.cpus:
-                updates.append(ContainerUpdate(
-                    container_id=moved, subject=entries[moved].subject, kind=placement.kind,
-                    cpus=placement.cpus, previous_cpus=placement.cpus, mems=placement.mems,
-                    previous_mems=placement.mems, reason="re-asserted: its mover stopped"))
-        return updates
+        self.pusher.force(self._moved_by.take(container_id))
 
     def _on_response(self, updates: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
         """Remember what an answer sets; ``moves`` of ``updates`` are moves (already logged as
@@ -370,22 +315,3 @@ class PlacementService:
             return classify(pod, container, self._engine.settings).kind
         except AdmissionError:  # classification only fails on the pin annotation
             return Kind.ANNOTATED
-
-
-def response_order(plan: Plan) -> list[ContainerUpdate]:
-    """The plan's updates in the order a runtime should apply them when they ride on an event's
-    answer, where each container may appear only once: shared containers that only shrink
-    first (they leave the CPUs the others are about to take), then moved integer containers,
-    then every other change."""
-    first: list[ContainerUpdate] = []
-    moves: list[ContainerUpdate] = []
-    last: list[ContainerUpdate] = []
-    for update in plan.updates:
-        if update.kind is not Kind.SHARED:
-            moves.append(update)
-        elif update.cpus.issubset(update.previous_cpus):
-            first.append(update)
-        else:
-            last.append(update)
-    return [*first, *moves, *last]
-

@@ -37,7 +37,7 @@ def check_config(config_path: str, sysfs_root: str, preinstalled: bool) -> None:
     """
     # Imported here: only this command and `run` pay for the configuration stack.
     from cpuset_adapters.config import ConfigError, load_file  # noqa: PLC0415
-    from cpuset_cli.startup_checks import run_checks  # noqa: PLC0415
+    from cpuset_cli.daemon.startup_checks import run_checks  # noqa: PLC0415
 
     try:
         topology = bootstrap.sysfs_topology(sysfs_root).read_topology()

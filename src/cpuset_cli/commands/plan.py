@@ -34,7 +34,7 @@ _MAX_POOL_NAMES: Final = 3
               help="Start from a saved live state (`nri-cpuset inspect -o json > FILE`).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-def plan(  # noqa: PLR0917 - click passes every option as a parameter
+def plan(
         pods_file: str | None, run_demo: bool, sysfs_root: str | None,
         topology_file: str | None, config_file: str | None, state_file: str | None,
         output: str) -> None:

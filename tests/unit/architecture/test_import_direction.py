@@ -9,10 +9,11 @@ The core's own purity (standard library only, nothing that does I/O) is checked 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.unit.architecture.imports import top_level_imports
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -21,16 +22,8 @@ LAYERS = ("cpuset_core", "cpuset_service", "cpuset_adapters", "cpuset_cli", "cpu
 
 
 def project_imports(path: Path) -> set[str]:
-    """The project rooms (top-level packages of ``src``) that ``path`` imports, wherever in the
-    module the import stands (deferred imports count too)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-    return found & set(LAYERS)
+    """The project rooms (top-level packages of ``src``) that ``path`` imports."""
+    return top_level_imports(path) & set(LAYERS)
 
 
 def allowed(room: str) -> set[str]:

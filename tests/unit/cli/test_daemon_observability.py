@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
-from cpuset_cli.daemon import Daemon
+from cpuset_cli.daemon.plugin import Daemon
 from cpuset_cli.main import cli
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from tests.unit.nri.test_handler import container, pod

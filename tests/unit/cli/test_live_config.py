@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.config import ConfigError, to_settings
-from cpuset_cli.live_config import LiveConfig
+from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_core import CPUSet, CpusetEngine, Spanning
 from cpuset_service.placement import PlacementService
 from tests.unit.core.topologies import OFFLINE_ISO

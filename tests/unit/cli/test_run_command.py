@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_cli import serve
-from cpuset_cli.live_config import LiveConfig
+from cpuset_cli.daemon import serve
+from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.main import cli
 from cpuset_lab.machines import OFFLINE_ISOLATED, write_sysfs_tree
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.config import Config, Runtime
-from cpuset_cli.startup_checks import (
+from cpuset_cli.daemon.startup_checks import (
     nri_disabled,
     nri_socket_missing,
     run_checks,

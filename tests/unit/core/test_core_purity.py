@@ -4,11 +4,12 @@ give the same placements."""
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.unit.architecture.imports import top_level_imports
 
 CORE = Path(__file__).resolve().parents[3] / "src" / "cpuset_core"
 
@@ -20,15 +21,7 @@ FORBIDDEN = {
 }
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-    return found
+_imports = top_level_imports
 
 
 MODULES = sorted(CORE.rglob("*.py"))

@@ -78,7 +78,7 @@ def test_the_daemon_reports_drift_counts_in_its_stats_and_inspect_document() -> 
 
 def test_a_cri_inventory_whose_corrections_fail_counts_them_as_unrepaired(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from cpuset_cli import daemon as daemon_module
+    from cpuset_cli.daemon import inventory as inventory_module
     from cpuset_core import ContainerFacts, PodFacts
 
     daemon = bootstrap.build_daemon(StaticTopologySource(build_topology(DUAL_SOCKET_HT)),
@@ -90,14 +90,12 @@ def test_a_cri_inventory_whose_corrections_fail_counts_them_as_unrepaired(
                    cgroup_parent="/kubepods/burstable/podweb")
     containers = [ContainerFacts(id="c-io", sandbox_id="sb-io", name="io", cpus="3", mems="0"),
                   ContainerFacts(id="c-web", sandbox_id="sb-web", name="app", cpus="0-15")]
-    monkeypatch.setattr(daemon_module, "_read_inventory", lambda _socket: ([io, web], containers))
+    monkeypatch.setattr(inventory_module, "_read_inventory",
+                        lambda _socket: ([io, web], containers))
 
-    class FailingSession:
-        connected = True
+    async def refuse(updates: object) -> None:
+        raise RuntimeError("runtime said no")
 
-        async def apply_updates(self, updates: object) -> None:
-            raise RuntimeError("runtime said no")
-
-    daemon.session = FailingSession()  # type: ignore[assignment]
-    asyncio.run(daemon._take_inventory())  # the background task's body
+    inventory = inventory_module.CriInventory(daemon.service, refuse, "/nonexistent")
+    asyncio.run(inventory.take())  # the background task's body
     assert daemon.service.statistics.drift_counts() == (0, 1)

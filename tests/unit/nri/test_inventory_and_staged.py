@@ -156,7 +156,7 @@ def test_external_plugin_never_takes_an_inventory() -> None:
 def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpus() -> None:
     """containerd calls NRI CreateContainer before the container enters its CRI store, so an
     inventory read right after can miss it (review finding #3)."""
-    from cpuset_cli.daemon import _with_undecided
+    from cpuset_cli.daemon.inventory import _with_undecided
     from cpuset_core import ContainerFacts as Facts
     from cpuset_core import CpusetEngine, PodFacts
 

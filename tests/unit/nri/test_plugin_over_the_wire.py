@@ -14,7 +14,7 @@ import pytest
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
-from cpuset_cli.daemon import Daemon
+from cpuset_cli.daemon.plugin import Daemon
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from tests.support.nri_runtime import CallError, RuntimeDouble
 from tests.unit.nri.test_handler import container, pod

@@ -15,8 +15,8 @@ import attrs
 from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document, Observability
 from cpuset_cli import bootstrap
 from cpuset_cli.commands.bad_input import EXIT_BAD_INPUT
-from cpuset_cli.live_config import LiveConfig
-from cpuset_cli.startup_checks import run_checks
+from cpuset_cli.daemon.live_config import LiveConfig
+from cpuset_cli.daemon.startup_checks import run_checks
 from cpuset_core import TopologyError
 
 _log = logging.getLogger("nri_cpuset.daemon")

@@ -1,6 +1,7 @@
 """Developer and CI sessions: ``nox -l`` lists them.
 
-``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck and tests.
+``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck, tests,
+dist and e2e.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ def tests(session: nox.Session) -> None:
                 *session.posargs)
     session.run("coverage", "report", "--include=src/cpuset_core/*", "--fail-under=95",
                 "--skip-covered")
+
+
+@nox.session(python=PYTHON)
+def dist(session: nox.Session) -> None:
+    """Both distributions as users get them: wheels and sdists into dist/, cpuset-core alone in
+    a fresh venv (one distribution; docs/library.md's examples run there), nri-cpuset from the
+    wheels in another (--version, a dry-run plan). See tools/check_dist.py."""
+    session.install("build>=1.2")
+    session.run("python", "tools/check_dist.py", session.create_tmp())
 
 
 @nox.session(python=PYTHON)

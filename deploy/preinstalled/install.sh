@@ -41,6 +41,12 @@ else
     "$python" -m venv "$venv" \
         || die "cannot create $venv (on Debian/Ubuntu: apt-get install python3-venv)"
 fi
+# nri-cpuset 0.1.0 carried cpuset_core itself. Upgraded in place, pip would install cpuset-core
+# and then delete the old nri-cpuset's files, the engine's among them: remove that one first.
+if "$venv/bin/python" -m pip show --files nri-cpuset 2>/dev/null | grep -q '^ *cpuset_core/'; then
+    say "removing the installed nri-cpuset, which still contains the engine"
+    "$venv/bin/python" -m pip uninstall --quiet --yes nri-cpuset
+fi
 # nri-cpuset pins cpuset-core to its own version: give pip where that comes from.
 if [[ -f $package/pyproject.toml && -f $package/src/pyproject.toml ]]; then
     install_args=("$package/src" "$package")       # a source tree: src/ is the cpuset-core project

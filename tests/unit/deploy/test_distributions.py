@@ -11,8 +11,10 @@ import importlib.util
 import tomllib
 from pathlib import Path
 
+import yaml
+
 import cpuset_core
-from tests.unit.deploy.schema import REPO
+from tests.unit.deploy.schema import KUBERNETES, REPO
 
 SRC = REPO / "src"
 
@@ -63,3 +65,9 @@ def test_the_engine_says_its_version() -> None:
     parts = cpuset_core.__version__.split(".")
     assert len(parts) == 3
     assert all(part.isdigit() for part in parts)
+
+
+def test_the_daemonsets_image_tag_is_the_version() -> None:
+    # The image is built from this tree (Dockerfile); the base names the tag of this version.
+    kustomization = yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())
+    assert [image["newTag"] for image in kustomization["images"]] == [cpuset_core.__version__]

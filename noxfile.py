@@ -1,6 +1,7 @@
 """Developer and CI sessions: ``nox -l`` lists them.
 
-``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck and tests.
+``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck, tests,
+dist and e2e.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ nox.options.error_on_missing_interpreters = True
 
 # The interpreter that runs nox (3.11+): no hunting for a specific minor version on PATH.
 PYTHON = None
-SOURCES = ["src", "tests", "bench", "tools", "noxfile.py"]
+SOURCES = ["src", "tests", "bench", "tools", "noxfile.py", "setup.py"]
+
+
+def install_dev(session: nox.Session, *extra: str, extras: str = "") -> None:
+    """Both distributions editable from this tree: cpuset-core (project src/) and nri-cpuset
+    (the root, whose pin on cpuset-core the first satisfies, so nothing is looked up on an
+    index). All of src/ is then importable, including packages neither wheel ships
+    (docs/decisions.md, item 22)."""
+    session.install("-e", "./src", "-e", f".{extras}", *extra)
 
 
 @nox.session(python=PYTHON)
@@ -26,7 +35,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/."""
-    session.install("-e", ".[test]", "mypy>=1.10", "types-PyYAML>=6.0")
+    install_dev(session, "mypy>=1.10", "types-PyYAML>=6.0", extras="[test]")
     session.run("mypy", "--strict", "src")
 
 
@@ -34,7 +43,7 @@ def typecheck(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit and contract tests with branch coverage; cpuset_core must stay at >= 95 %.
     grpcio-tools is installed so the generated-protobuf staleness test runs, never skips."""
-    session.install("-e", ".[test,proto]")
+    install_dev(session, extras="[test,proto]")
     session.run("pytest", "tests/unit", "tests/contract", "--cov", "--cov-report=term",
                 *session.posargs)
     session.run("coverage", "report", "--include=src/cpuset_core/*", "--fail-under=95",
@@ -42,9 +51,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def dist(session: nox.Session) -> None:
+    """Both distributions as users get them: wheels and sdists into dist/, cpuset-core alone in
+    a fresh venv (one distribution; docs/library.md's examples run there), nri-cpuset from the
+    wheels in another (--version, a dry-run plan). See tools/check_dist.py."""
+    session.install("build>=1.2")
+    session.run("python", "tools/check_dist.py", session.create_tmp())
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Engine decision latency at 1024 CPUs and 1000 live containers (prints figures)."""
-    session.install("-e", ".")
+    install_dev(session)
     session.run("python", "bench/engine_latency.py", *session.posargs)
 
 
@@ -52,14 +70,14 @@ def bench(session: nox.Session) -> None:
 def bench_nri(session: nox.Session) -> None:
     """What the plugin costs on a real containerd: creation latency, RSS, cold start (root)."""
     session.run("bash", "scripts/install-containerd", external=True)
-    session.install("-e", ".")
+    install_dev(session)
     session.run("python", "bench/nri_latency.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def proto(session: nox.Session) -> None:
     """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""
-    session.install("-e", ".[proto]")
+    install_dev(session, extras="[proto]")
     session.run("python", "tools/genproto.py", *session.posargs)
 
 
@@ -67,7 +85,7 @@ def proto(session: nox.Session) -> None:
 def e2e(session: nox.Session) -> None:
     """Against a real containerd 1.7.24 with NRI (needs root; installs containerd first)."""
     session.run("bash", "scripts/install-containerd", external=True)
-    session.install("-e", ".[test]")
+    install_dev(session, extras="[test]")
     session.run("pytest", "tests/e2e", "-p", "no:cacheprovider", *session.posargs,
                 env={"NRI_CPUSET_E2E_REQUIRED": "1"})
 
@@ -76,5 +94,5 @@ def e2e(session: nox.Session) -> None:
 def bench_quality(session: nox.Session) -> None:
     """Allocation quality vs the kubelet's packed takeByTopology, every trace × machine shape
     (prints both side by side and the issue's targets; ``-- --quick`` for a smoke run)."""
-    session.install("-e", ".")
+    install_dev(session)
     session.run("python", "bench/quality.py", *session.posargs)

@@ -4,7 +4,9 @@
 #
 #   sudo deploy/preinstalled/install.sh [PACKAGE]
 #
-# PACKAGE is what pip installs: this source tree by default, or a wheel file.
+# PACKAGE is what pip installs: this source tree by default (both its distributions,
+# nri-cpuset and the cpuset-core it pins), a wheel file (the cpuset-core wheel of the same
+# version is taken from the same directory, or from the package index), or a requirement.
 # Idempotent: run it again to upgrade. It never overwrites an existing config file.
 #
 # Overrides (environment): NRI_CPUSET_PREFIX (default /opt/nri-cpuset), NRI_PLUGIN_DIR
@@ -39,8 +41,22 @@ else
     "$python" -m venv "$venv" \
         || die "cannot create $venv (on Debian/Ubuntu: apt-get install python3-venv)"
 fi
+# nri-cpuset 0.1.0 carried cpuset_core itself. Upgraded in place, pip would install cpuset-core
+# and then delete the old nri-cpuset's files, the engine's among them: remove that one first.
+if "$venv/bin/python" -m pip show --files nri-cpuset 2>/dev/null | grep -q '^ *cpuset_core/'; then
+    say "removing the installed nri-cpuset, which still contains the engine"
+    "$venv/bin/python" -m pip uninstall --quiet --yes nri-cpuset
+fi
+# nri-cpuset pins cpuset-core to its own version: give pip where that comes from.
+if [[ -f $package/pyproject.toml && -f $package/src/pyproject.toml ]]; then
+    install_args=("$package/src" "$package")       # a source tree: src/ is the cpuset-core project
+elif [[ -f $package ]]; then
+    install_args=(--find-links "$(dirname "$package")" "$package")   # a wheel among wheels
+else
+    install_args=("$package")
+fi
 say "installing $package"
-"$venv/bin/python" -m pip install --quiet --no-cache-dir --upgrade "$package"
+"$venv/bin/python" -m pip install --quiet --no-cache-dir --upgrade "${install_args[@]}"
 say "installed $("$venv/bin/nri-cpuset" --version)"
 
 # 2. The config file: installed with every default once, never overwritten.

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import click
 
-
-def _version() -> str:
-    try:
-        return version("nri-cpuset")
-    except PackageNotFoundError:  # running from a source tree without installing
-        return "unknown"
+import cpuset_core
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), prog_name="nri-cpuset")
+# The plugin's version is the engine's: one definition, and the plugin pins that cpuset-core.
+@click.version_option(cpuset_core.__version__, prog_name="nri-cpuset")
 def cli() -> None:
     """Pin Kubernetes containers to CPUs and NUMA memory through containerd's NRI."""
 

@@ -1,10 +1,11 @@
 """cpuset_core: decides every container's ``cpuset.cpus`` and ``cpuset.mems`` on one machine.
 
 Standard library only, no I/O, no clock, no environment: the same inputs always give the same
-placements. This module is the public, stable API; everything not listed in ``__all__`` is an
-implementation detail. See ``docs/library.md``.
+placements. This module is the public, stable API; everything not listed in ``__all__`` (or
+``__version__``) is an implementation detail. See ``docs/library.md``.
 """
 
+from cpuset_core._version import __version__ as __version__
 from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
 from cpuset_core.engine import LIVE_SETTINGS, CpusetEngine

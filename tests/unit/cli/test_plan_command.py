@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import cpuset_core
 from cpuset_cli.main import cli
 from cpuset_lab.machines import DUAL_SOCKET_HT, OFFLINE_ISOLATED, write_sysfs_tree
 
@@ -73,10 +74,10 @@ def test_plan_without_demo_says_what_to_pass() -> None:
     assert "--demo" in output
 
 
-def test_version_is_printed() -> None:
+def test_version_is_printed_and_is_the_engines() -> None:
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
-    assert "nri-cpuset" in result.output
+    assert result.output == f"nri-cpuset, version {cpuset_core.__version__}\n"
 
 
 def test_config_file_reaches_the_dry_run(dual_socket: Path, tmp_path: Path) -> None:

@@ -89,6 +89,15 @@ def test_pip_keeps_no_cache_in_the_image() -> None:
                 assert "--no-cache-dir" in command
 
 
+def test_the_image_installs_the_engine_the_plugin_pins_from_the_same_tree() -> None:
+    # nri-cpuset requires cpuset-core of its own version, built from src/ (src/pyproject.toml):
+    # both in one pip call, or pip would look for that cpuset-core on an index.
+    installs = [run for run in _all("RUN") if "pip install" in run]
+    assert any(re.search(r"pip install [^&;]*(\S+)/src \1(\s|$)", run) for run in installs)
+    copied = {s for copy in _all("COPY") for s in copy.split()[:-1]}
+    assert {"pyproject.toml", "setup.py", "MANIFEST.in", "src"} <= copied
+
+
 def test_the_build_context_sends_what_the_copies_need_and_no_venv_or_git() -> None:
     assert _ignored(".venv")
     assert _ignored(".git")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.deploy.schema import DEPLOY, EXAMPLE_CONFIG
+from tests.unit.deploy.schema import DEPLOY, EXAMPLE_CONFIG, REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the scripts refuse to run as non-root")
 
@@ -101,6 +101,47 @@ def test_a_first_install_writes_the_default_config_and_the_launcher(node: Node) 
     assert _launcher_calls(node) == [
         f"nri-cpuset install-launcher --plugin-dir {node.launcher.parent} "
         f"--config {node.config} --log-file {node.root / 'log'}"]
+
+
+def _pip_install_arguments(node: Node) -> list[str]:
+    prefix = "pip -m pip install --quiet --no-cache-dir --upgrade "
+    return [c.removeprefix(prefix) for c in node.calls if c.startswith(prefix)]
+
+
+def test_the_source_tree_installs_the_engine_it_pins_along_with_the_plugin(node: Node) -> None:
+    # nri-cpuset requires cpuset-core of its own version; src/ is that project in this tree.
+    result = node.run(INSTALL)
+    assert result.returncode == 0, result.stderr
+    assert _pip_install_arguments(node) == [f"{REPO}/src {REPO}"]
+    assert not any("uninstall" in c for c in node.calls)  # nothing old to remove
+
+
+def test_an_nri_cpuset_that_still_contains_the_engine_is_removed_before_the_upgrade(
+        node: Node) -> None:
+    # 0.1.0 shipped cpuset_core inside nri-cpuset: upgraded in place, pip would delete the
+    # engine's files after installing cpuset-core. The stub's `pip show` lists such a version.
+    python = node.venv / "bin" / "python"
+    python.write_text(
+        '#!/bin/sh\nif [ "$1" = -m ] && [ "$2" = pip ]; then\n'
+        f'  echo "pip $*" >>{node.root / "calls"}\n'
+        '  [ "$3" = show ] && printf "Files:\\n  cpuset_cli/main.py\\n  cpuset_core/engine.py\\n"\n'
+        f'  exit 0\nfi\nexec {sys.executable} "$@"\n')
+    result = node.run(INSTALL)
+    assert result.returncode == 0, result.stderr
+    pip = [c for c in node.calls if c.startswith("pip -m pip") and " show " not in c]
+    assert pip[0] == "pip -m pip uninstall --quiet --yes nri-cpuset"
+    assert pip[1].startswith("pip -m pip install ")
+    assert "still contains the engine" in result.stdout
+
+
+def test_a_wheel_takes_the_engine_wheel_from_its_own_directory(node: Node) -> None:
+    wheels = node.root / "wheels"
+    wheels.mkdir()
+    wheel = wheels / "nri_cpuset-9.9.9-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    result = node.run(INSTALL, str(wheel))
+    assert result.returncode == 0, result.stderr
+    assert _pip_install_arguments(node) == [f"--find-links {wheels} {wheel}"]
 
 
 def test_an_existing_config_is_never_overwritten(node: Node) -> None:

@@ -7,7 +7,7 @@ implementation detail. See ``docs/library.md``.
 
 from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
-from cpuset_core.engine import LIVE_SETTINGS, CpusetEngine
+from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
     CpuListSyntaxError,
@@ -29,8 +29,9 @@ from cpuset_core.invariants import violations
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
 from cpuset_core.plan import Plan
+from cpuset_core.policy.options import AllocationOptions, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
-from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings, Spanning
+from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_core.transaction import apply_transaction, stage, undo_steps
 
@@ -40,6 +41,7 @@ __all__ = [
     "LIVE_SETTINGS",
     "MAX_ID",
     "AdmissionError",
+    "AllocationOptions",
     "CPUSet",
     "Classification",
     "ContainerFacts",

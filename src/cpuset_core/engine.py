@@ -27,7 +27,6 @@ from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.plan import Plan, PoolChange
 from cpuset_core.policy.exclusive import (
-    AllocationOptions,
     Choice,
     ExclusiveAllocator,
     WholeCoresUnavailableError,
@@ -36,15 +35,9 @@ from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
 from cpuset_core.reuse import LeftBehind, reuse_choice
-from cpuset_core.settings import Settings
+from cpuset_core.settings import LIVE_SETTINGS, Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
-
-# Not exclusive_on_isolated: turning it off would make the isolated CPUs integer containers
-# already hold invalid, and the next synchronize or hotplug would move them.
-LIVE_SETTINGS = frozenset({"pin_namespaces", "full_physical_cores", "spanning",
-                           "keep_free_numa_nodes", "min_shared_pool"})
-"""Settings :meth:`CpusetEngine.reconfigure` may change on a running engine."""
 
 
 class CpusetEngine:
@@ -88,9 +81,8 @@ class CpusetEngine:
         the reserved CPUs or the pin annotation re-decides running containers, which a restart
         does from the runtime's own report.
         """
-        fixed = [name for name in Settings.__dataclass_fields__
-                 if name not in LIVE_SETTINGS
-                 and getattr(settings, name) != getattr(self._settings, name)]
+        fixed = [name for name in self._settings.differences(settings)
+                 if name not in LIVE_SETTINGS]
         if fixed:
             raise ValueError(f"{', '.join(fixed)} cannot change while running; restart to "
                              f"apply")
@@ -224,11 +216,11 @@ class CpusetEngine:
         free = exclusive_free(self._topology, working.reserved, self._settings)
         try:
             moves = plan_moves(self._topology, self._allocator, working, pins, free,
-                               options=self._options())
+                               options=self._settings.allocation)
         except NoRoomToMoveError as exc:
             raise InsufficientCpusForReassignmentError(
                 subject, exc.conflicting, exc.needed, exc.free,
-                whole_cores=self._settings.full_physical_cores, why=exc.detail) from exc
+                whole_cores=self._settings.allocation.full_physical_cores, why=exc.detail) from exc
         result = working
         move_updates: list[ContainerUpdate] = []
         for move in moves:
@@ -257,7 +249,7 @@ class CpusetEngine:
         # container lands where its init container warmed caches and memory (reuse.py).
         choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
                               free=free, exclusive=working.exclusive, allocator=self._allocator,
-                              options=self._options())
+                              options=self._settings.allocation)
         how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
         if choice is None:
             choice = self._choose(subject, decision.request, free, exclusive=working.exclusive)
@@ -270,7 +262,7 @@ class CpusetEngine:
         subject = subject_of(pod, container)
         working = self._ledger.without(container.id)
         wanted = decision.request
-        if (self._settings.full_physical_cores
+        if (self._settings.allocation.full_physical_cores
                 and self._allocator.whole_core_cpus(current) != current):
             # Placed before whole-core mode was on: growing or shrinking it in place would keep
             # a half core, so it is placed afresh (its own CPUs count as free), near its memory.
@@ -309,15 +301,13 @@ class CpusetEngine:
         return self._finish(working.with_entry(entry), container.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), reason)
 
-    def _options(self) -> AllocationOptions:
-        return AllocationOptions.from_settings(self._settings)
-
     def _choose(self, subject: str, count: int, free: CPUSet, *, exclusive: CPUSet,
                 prefer_numa: CPUSet | None = None) -> Choice:
         """The allocator's choice under the operator's options, its refusals typed."""
         try:
             return self._allocator.choose(free, count, exclusive=exclusive,
-                                          prefer_numa=prefer_numa, options=self._options())
+                                          prefer_numa=prefer_numa,
+                                          options=self._settings.allocation)
         except WholeCoresUnavailableError as exc:
             raise FullCoresUnavailableError(subject, count, exc.detail) from exc
 

@@ -84,7 +84,8 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
     # half a core; at a synchronize, sets from before the option was on are adopted as they are.
     _integer_entries(topology, settings, allocator, live=live, pinned=pinned, entries=entries,
                      problems=problems,
-                     rewhole=new_topology is not None and settings.full_physical_cores)
+                     rewhole=new_topology is not None
+                     and settings.allocation.full_physical_cores)
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
     # A demoted integer container keeps its request, so a later re-plan tries it again.
     entries.extend(Entry(container_id=s.facts.id, subject=s.subject, sandbox_id=s.facts.sandbox_id,
@@ -169,7 +170,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         claimed for i in shared
         if (claimed := i.current) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
-    options = AllocationOptions.from_settings(settings)
+    options = settings.allocation
     pending: list[Live] = []
     halves: list[tuple[Live, CPUSet]] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):

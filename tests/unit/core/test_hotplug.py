@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpuset_core import (
+    AllocationOptions,
     ContainerFacts,
     CPUSet,
     CpusetEngine,
@@ -27,6 +28,7 @@ from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topolog
 
 PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest
+WHOLE_CORES = Settings(allocation=AllocationOptions(full_physical_cores=True))
 
 
 def with_online(topology: Topology, online: str) -> Topology:
@@ -209,7 +211,7 @@ def test_a_demoted_integer_container_gets_exclusive_cpus_back_when_cpus_return()
 def test_whole_core_mode_re_places_a_container_a_returning_sibling_left_on_half_a_core() -> None:
     # Found in review: CPU 8 offline made {0} a whole core; when 8 came back the container
     # silently kept half a core beside the shared pool.
-    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,9-15"), Settings(full_physical_cores=True))
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,9-15"), WHOLE_CORES)
     create(engine, pod("web", qos="burstable"), "app")
     held = create(engine, pod("db"), "pg", 3)
     assert 0 in held
@@ -226,7 +228,7 @@ def test_whole_core_mode_re_places_a_container_a_returning_sibling_left_on_half_
 def test_whole_core_mode_moves_a_half_core_container_onto_whole_cores_when_it_can() -> None:
     # An even request left on a lone thread plus a pair by an offline sibling: when the
     # sibling returns, it moves onto two whole cores.
-    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,10-15"), Settings(full_physical_cores=True))
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,10-15"), WHOLE_CORES)
     create(engine, pod("io", pins="2-7,10-15"), "io")  # every other core is pinned
     held = create(engine, pod("db"), "pg", 2)
     assert held == CPUSet.parse("0-1")  # cores {0,8} and {1,9} each have one online thread

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cpuset_core import (
+    AllocationOptions,
     ContainerFacts,
     CPUSet,
     CpusetEngine,
@@ -190,7 +191,8 @@ def test_a_stopped_container_that_is_re_created_under_the_same_pod_gets_its_cpus
 
 
 def test_with_full_physical_cores_a_half_core_reuse_is_refused_like_any_odd_request() -> None:
-    engine = CpusetEngine(TOPOLOGY, Settings(full_physical_cores=True))
+    whole_cores = Settings(allocation=AllocationOptions(full_physical_cores=True))
+    engine = CpusetEngine(TOPOLOGY, whole_cores)
     web = guaranteed("web")
     plan = engine.plan_create(web, integer("init", web, 2))
     engine.commit(plan)

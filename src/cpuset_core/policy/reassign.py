@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.ledger import Entry, Ledger
+from cpuset_core.model import ContainerUpdate, Kind
 from cpuset_core.policy.exclusive import (
     DEFAULT_OPTIONS,
     AllocationOptions,
@@ -87,6 +88,20 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
         exclusive = others | cpus
         moves.append(Move(entry, cpus))
     return tuple(moves)
+
+
+def apply_moves(ledger: Ledger, moves: Sequence[Move], pins: CPUSet, *,
+                pinned_by: str) -> tuple[Ledger, tuple[ContainerUpdate, ...]]:
+    """``ledger`` with every moved container on its new CPUs, and the live updates that move
+    them off ``pins`` (the pin of ``pinned_by``)."""
+    updates: list[ContainerUpdate] = []
+    for move in moves:
+        ledger = ledger.with_entry(replace(move.entry, cpus=move.cpus))  # replaces its entry
+        updates.append(ContainerUpdate(
+            container_id=move.entry.container_id, subject=move.entry.subject, kind=Kind.INTEGER,
+            cpus=move.cpus, previous_cpus=move.entry.cpus,
+            reason=f"moved off CPUs {move.entry.cpus & pins} pinned by {pinned_by}"))
+    return ledger, tuple(updates)
 
 
 def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,

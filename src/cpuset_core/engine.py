@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from cpuset_core.classify import classify
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import (
-    FullCoresUnavailableError,
-    InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
@@ -22,9 +20,16 @@ from cpuset_core.errors import (
 from cpuset_core.hotplug import replan
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
-from cpuset_core.placing import Live, choose_exclusive, integer_entry, place_pin, shared_entry
+from cpuset_core.placing import (
+    Live,
+    choose_exclusive,
+    integer_entry,
+    place_pin,
+    resize_exclusive,
+    shared_entry,
+)
 from cpuset_core.plan import Plan, PoolChange
-from cpuset_core.policy.exclusive import Choice, ExclusiveAllocator
+from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
 from cpuset_core.reuse import LeftBehind, reuse_choice
@@ -224,51 +229,21 @@ class CpusetEngine:
                               options=self._settings.allocation)
         how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
         if choice is None:
-            choice = self._choose(item.subject, request, free, exclusive=working.exclusive)
+            choice = choose_exclusive(self._allocator, self._settings.allocation, item.subject,
+                                      request, free, exclusive=working.exclusive)
         return self._admit_integer(working, item, choice.cpus,
                                    f"{item.decision.reason}; {how}{choice.describe()}")
 
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
-        subject = item.subject
         working = self._ledger.without(item.facts.id)
-        wanted = item.decision.request
-        if (self._settings.allocation.full_physical_cores
-                and self._allocator.whole_core_cpus(current) != current):
-            # Placed before whole-core mode was on: growing or shrinking it in place would keep
-            # a half core, so it is placed afresh (its own CPUs count as free), near its memory.
-            free = exclusive_free(self._topology, working.reserved, self._settings)
-            choice = self._choose(subject, wanted, free, exclusive=working.exclusive,
-                                  prefer_numa=self._topology.numa_nodes_of(current))
-            cpus, how = choice.cpus, f"re-placed on whole cores, {choice.describe()}"
-        elif wanted < len(current):
-            # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
-            choice = self._choose(subject, wanted, current, exclusive=working.exclusive)
-            cpus, how = choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"
-        else:
-            free = exclusive_free(self._topology, working.reserved, self._settings) - current
-            extra = wanted - len(current)
-            if extra > len(free):
-                raise InsufficientCpusError(subject, wanted, len(free) + len(current))
-            try:
-                choice = self._choose(subject, extra, free, exclusive=working.exclusive,
-                                      prefer_numa=self._topology.numa_nodes_of(current))
-            except FullCoresUnavailableError as exc:  # name the size asked, not the step
-                raise FullCoresUnavailableError(
-                    subject, wanted, f"growing from {len(current)} by {extra}: {exc.why}",
-                ) from exc
-            cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
-                                               f"{choice.describe()}"
+        free = exclusive_free(self._topology, working.reserved, self._settings)
+        cpus, how = resize_exclusive(self._topology, self._allocator, self._settings.allocation,
+                                     item, current, free=free, exclusive=working.exclusive)
         return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
 
     def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
         return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), reason)
-
-    def _choose(self, subject: str, count: int, free: CPUSet, *, exclusive: CPUSet,
-                prefer_numa: CPUSet | None = None) -> Choice:
-        """The allocator's choice under the operator's options (see ``placing``)."""
-        return choose_exclusive(self._allocator, self._settings.allocation, subject, count,
-                                free, exclusive=exclusive, prefer_numa=prefer_numa)
 
     def _unchanged(self, container_id: str, reason: str) -> Plan:
         base = self._ledger

@@ -1,12 +1,13 @@
 """Placing one container as its classification asks: the rules admission and rebuild share.
 
 A pin gets the online part of its CPUs and their memory nodes; an integer container gets
-exclusive CPUs chosen under the operator's allocation options; either becomes a ledger entry
-here. Admission (``engine``) refuses what does not hold, raising the problem; a rebuild
-(``sync``: a synchronize, or the re-plan after CPUs went on- or offline) keeps what it can and
-reports the problems. A rebuild that starts from the ledger rather than from the runtime's
-report (``hotplug``, and a synchronize keeping the containers the report does not list) turns
-entries back into containers to place with :meth:`Live.from_entry`.
+exclusive CPUs chosen under the operator's allocation options (resized, it keeps what it can of
+its own); either becomes a ledger entry here. Admission (``engine``) refuses what does not
+hold, raising the problem; a rebuild (``sync``: a synchronize, or the re-plan after CPUs went
+on- or offline) keeps what it can and reports the problems. A rebuild that starts from the
+ledger rather than from the runtime's report (``hotplug``, and a synchronize keeping the
+containers the report does not list) turns entries back into containers to place with
+:meth:`Live.from_entry`.
 """
 
 from __future__ import annotations
@@ -121,6 +122,38 @@ def choose_exclusive(allocator: ExclusiveAllocator, options: AllocationOptions, 
                                 options=options)
     except WholeCoresUnavailableError as exc:
         raise FullCoresUnavailableError(subject, count, exc.detail) from exc
+
+
+
+def resize_exclusive(topology: Topology, allocator: ExclusiveAllocator,
+                     options: AllocationOptions, item: Live, current: CPUSet, *, free: CPUSet,
+                     exclusive: CPUSet) -> tuple[CPUSet, str]:
+    """The CPUs integer container ``item`` owns once resized from ``current`` to its request,
+    and how they were chosen. ``free``: the exclusive-free CPUs, its own included. Raises
+    :class:`InsufficientCpusError` or :class:`FullCoresUnavailableError` naming the size asked.
+    """
+    subject, wanted = item.subject, item.decision.request
+    if options.full_physical_cores and allocator.whole_core_cpus(current) != current:
+        # Placed before whole-core mode was on: growing or shrinking it in place would keep a
+        # half core, so it is placed afresh (its own CPUs count as free), near its memory.
+        choice = choose_exclusive(allocator, options, subject, wanted, free,
+                                  exclusive=exclusive, prefer_numa=topology.numa_nodes_of(current))
+        return choice.cpus, f"re-placed on whole cores, {choice.describe()}"
+    if wanted < len(current):
+        # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
+        choice = choose_exclusive(allocator, options, subject, wanted, current,
+                                  exclusive=exclusive)
+        return choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"
+    free, extra = free - current, wanted - len(current)
+    if extra > len(free):
+        raise InsufficientCpusError(subject, wanted, len(free) + len(current))
+    try:
+        choice = choose_exclusive(allocator, options, subject, extra, free, exclusive=exclusive,
+                                  prefer_numa=topology.numa_nodes_of(current))
+    except FullCoresUnavailableError as exc:  # name the size asked, not the step
+        raise FullCoresUnavailableError(
+            subject, wanted, f"growing from {len(current)} by {extra}: {exc.why}") from exc
+    return current | choice.cpus, f"grown from {len(current)}, added {choice.describe()}"
 
 
 def integer_entry(item: Live, cpus: CPUSet, reason: str | None = None) -> Entry:

@@ -98,16 +98,20 @@ class CpusetEngine:
 
     # -- use cases -----------------------------------------------------------------------------
 
-    def plan_synchronize(self, pods: Iterable[PodFacts],
-                         containers: Iterable[ContainerFacts]) -> Plan:
+    def plan_synchronize(self, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts],
+                         *, keep_unlisted: bool = False) -> Plan:
         """Rebuild the ledger from every live pod and container the runtime reports.
 
         Returns a plan whose updates correct running containers (for example shared containers
         started while the plugin was down) and whose ``problems`` list the containers that could
-        not be placed as they ask; those are left as they are and never raise.
+        not be placed as they ask; those are left as they are and never raise. The committed
+        ledger's containers that the report does not list are dropped, or, with
+        ``keep_unlisted``, kept as decided (their pods need not be reported): a report that can
+        lag the runtime's events, such as a CRI inventory (containerd calls NRI
+        CreateContainer before the container enters its CRI store), must not free their CPUs.
         """
         return rebuild(self._topology, self._settings, self._allocator, base=self._ledger,
-                       pods=pods, containers=containers)
+                       pods=pods, containers=containers, keep_unlisted=keep_unlisted)
 
     def plan_create(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """Decide a new container's placement and the live updates it causes.

@@ -40,9 +40,11 @@ from cpuset_core.topology import Topology
 
 
 def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
-            base: Ledger, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts]) -> Plan:
+            base: Ledger, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts],
+            keep_unlisted: bool = False) -> Plan:
     """Return a plan whose ledger reflects every live container, and the updates that correct
-    the running ones.
+    the running ones. With ``keep_unlisted``, the containers of ``base`` that ``containers``
+    does not list are live too, as ``base`` decided them and where they run now.
 
     Order, so that the result is deterministic and disturbs as little as possible:
     1. annotated containers take their pins (their online part; offline pins are reported);
@@ -54,6 +56,12 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
     problems: list[AdmissionError] = []
     live = [_classified(c, pods_by_id.get(c.sandbox_id), settings, problems)
             for c in sorted(containers, key=lambda c: c.id)]
+    if keep_unlisted:
+        listed = {item.facts.id for item in live}
+        pool = shared_pool(topology, base.reserved, settings)
+        live.extend(Live.from_entry(entry, pool) for cid, entry in base.entries.items()
+                    if cid not in listed)
+        live.sort(key=lambda item: item.facts.id)
     return rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
                         source="synchronize")
 

@@ -23,15 +23,14 @@ from cpuset_core.policy.exclusive import (
 from cpuset_core.policy.options import Spanning
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.topology import Topology
+from tests.builders.facts import container, pod
 from tests.unit.core.topologies import (
     ALLOCATOR_SHAPES,
     DUAL_SOCKET,
     EPYC,
     FIRST_SIBLING_OFFLINE,
     NPS4,
-    container,
     cpus,
-    pod,
 )
 
 WHOLE = AllocationOptions(full_physical_cores=True)

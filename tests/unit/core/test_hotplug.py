@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from cpuset_core import (
     AllocationOptions,
-    ContainerFacts,
     CPUSet,
     CpusetEngine,
     Kind,
@@ -25,8 +24,8 @@ from cpuset_core import (
     violations,
 )
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
+from tests.builders.facts import container, pod
 
-PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest
 WHOLE_CORES = Settings(allocation=AllocationOptions(full_physical_cores=True))
 
@@ -35,17 +34,8 @@ def with_online(topology: Topology, online: str) -> Topology:
     return dataclasses.replace(topology, online=CPUSet.parse(online))
 
 
-def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> PodFacts:
-    parent = {"guaranteed": f"/kubepods/pod{name}",
-              "burstable": f"/kubepods/burstable/pod{name}"}[qos]
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name, cgroup_parent=parent,
-                    annotations={"weka.io/cores-ids": pins} if pins is not None else {})
-
-
 def create(engine: CpusetEngine, p: PodFacts, cid: str, cpus: int | None = None) -> CPUSet:
-    facts = ContainerFacts(id=cid, sandbox_id=p.sandbox_id, name=cid,
-                           cpu_quota=None if cpus is None else cpus * PERIOD,
-                           cpu_period=None if cpus is None else PERIOD)
+    facts = container(cid, p, cpu_limit=cpus, name=cid)
     plan = engine.plan_create(p, facts)
     engine.commit(plan)
     assert plan.placement is not None

@@ -9,7 +9,8 @@ import pytest
 from cpuset_core.engine import CpusetEngine
 from cpuset_core.model import ContainerFacts, Kind, PodFacts
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION
-from tests.unit.core.topologies import DUAL_SOCKET, container, cpus, pod
+from tests.builders.facts import container, pod
+from tests.unit.core.topologies import DUAL_SOCKET, cpus
 
 PIN = pod("io", qos="burstable", annotations={DEFAULT_PIN_ANNOTATION: "5"})
 INTEGER = pod("db")

@@ -17,14 +17,8 @@ from cpuset_core.model import ContainerFacts, PodFacts
 from cpuset_core.policy.options import AllocationOptions
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
 from cpuset_core.topology import Topology
-from tests.unit.core.topologies import (
-    DUAL_SOCKET,
-    OFFLINE_ISO,
-    container,
-    cpus,
-    one_cpu_per_node,
-    pod,
-)
+from tests.builders.facts import container, pod
+from tests.unit.core.topologies import DUAL_SOCKET, OFFLINE_ISO, cpus, one_cpu_per_node
 
 WHOLE_CORES = Settings(allocation=AllocationOptions(full_physical_cores=True))
 NO_MEMORY_ON_NODE_1 = one_cpu_per_node(2, memory=cpus("0"), distances={})

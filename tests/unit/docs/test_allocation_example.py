@@ -8,7 +8,7 @@ import pytest
 
 from cpuset_core import AdmissionError, AllocationOptions, CpusetEngine, Settings, Spanning
 from cpuset_lab.machines import EPYC_LIKE, build_topology
-from tests.unit.core.topologies import container, pod
+from tests.builders.facts import container, pod
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "allocation.md"
 COLUMNS = {

@@ -24,7 +24,8 @@ from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.nri.transaction import apply_staged
 from cpuset_adapters.nri.ttrpc import RequestEnvelope
 from cpuset_core import ContainerUpdate, CPUSet, CpusetEngine, Kind, UpdateTransactionError
-from tests.unit.nri.test_handler import TOPOLOGY, container, pod
+from tests.builders.nri import container, pod
+from tests.unit.nri.test_handler import TOPOLOGY
 
 
 @dataclass

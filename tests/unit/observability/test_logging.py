@@ -18,7 +18,8 @@ from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.pusher import UpdatePusher
 from cpuset_adapters.observability.logging import configure_logging
 from cpuset_core import CpusetEngine
-from tests.unit.nri.test_handler import TOPOLOGY, container, pod
+from tests.builders.nri import container, pod
+from tests.unit.nri.test_handler import TOPOLOGY
 
 
 @pytest.fixture(autouse=True)

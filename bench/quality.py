@@ -67,6 +67,7 @@ from cpuset_cli.simulate import (
 from cpuset_core import (
     EMPTY,
     AdmissionError,
+    AllocationOptions,
     CPUSet,
     CpusetEngine,
     Settings,
@@ -621,9 +622,10 @@ def targets(cases: Sequence[Case]) -> list[Target]:
 
 # The operator's options, each on the trace that shows what it trades (defaults above).
 OPTION_RUNS: Sequence[tuple[str, str, Settings]] = (
-    ("fragment", "+nodes", Settings(keep_free_numa_nodes=True)),
-    ("numa-fill", "+spread", Settings(spanning=Spanning.SPREAD)),
-    ("churn", "+cores", Settings(full_physical_cores=True)),
+    ("fragment", "+nodes", Settings(allocation=AllocationOptions(keep_free_numa_nodes=True))),
+    ("numa-fill", "+spread",
+     Settings(allocation=AllocationOptions(numa_spanning=Spanning.SPREAD))),
+    ("churn", "+cores", Settings(allocation=AllocationOptions(full_physical_cores=True))),
 )
 OPTION_MACHINES = ("EPYC_LIKE", "EPYC_NPS4_256/L3=8", "XEON_384")
 

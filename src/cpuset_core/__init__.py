@@ -8,7 +8,7 @@ placements. This module is the public, stable API; everything not listed in ``__
 from cpuset_core._version import __version__ as __version__
 from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
-from cpuset_core.engine import LIVE_SETTINGS, CpusetEngine
+from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
     CpuListSyntaxError,
@@ -30,8 +30,9 @@ from cpuset_core.invariants import violations
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
 from cpuset_core.plan import Plan
+from cpuset_core.policy.options import AllocationOptions, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
-from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings, Spanning
+from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_core.transaction import apply_transaction, stage, undo_steps
 
@@ -41,6 +42,7 @@ __all__ = [
     "LIVE_SETTINGS",
     "MAX_ID",
     "AdmissionError",
+    "AllocationOptions",
     "CPUSet",
     "Classification",
     "ContainerFacts",

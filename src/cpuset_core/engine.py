@@ -8,43 +8,34 @@ when the runtime accepted all of them, so a failure leaves the ledger as it was.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
-from cpuset_core.classify import Classification, classify
+from cpuset_core.classify import classify
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import (
-    CpuUnavailableError,
-    FullCoresUnavailableError,
-    InsufficientCpusError,
     InsufficientCpusForReassignmentError,
-    NumaResolutionError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
 )
 from cpuset_core.hotplug import replan
-from cpuset_core.ledger import Entry, Ledger
+from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
-from cpuset_core.plan import Plan, PoolChange
-from cpuset_core.policy.exclusive import (
-    AllocationOptions,
-    Choice,
-    ExclusiveAllocator,
-    WholeCoresUnavailableError,
+from cpuset_core.placing import (
+    Live,
+    choose_exclusive,
+    integer_entry,
+    place_pin,
+    resize_exclusive,
+    shared_entry,
 )
-from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
-from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
+from cpuset_core.plan import Plan, PoolChange
+from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
 from cpuset_core.reuse import LeftBehind, reuse_choice
-from cpuset_core.settings import Settings
+from cpuset_core.settings import LIVE_SETTINGS, Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
-
-# Not exclusive_on_isolated: turning it off would make the isolated CPUs integer containers
-# already hold invalid, and the next synchronize or hotplug would move them.
-LIVE_SETTINGS = frozenset({"pin_namespaces", "full_physical_cores", "spanning",
-                           "keep_free_numa_nodes", "min_shared_pool"})
-"""Settings :meth:`CpusetEngine.reconfigure` may change on a running engine."""
 
 
 class CpusetEngine:
@@ -88,9 +79,8 @@ class CpusetEngine:
         the reserved CPUs or the pin annotation re-decides running containers, which a restart
         does from the runtime's own report.
         """
-        fixed = [name for name in Settings.__dataclass_fields__
-                 if name not in LIVE_SETTINGS
-                 and getattr(settings, name) != getattr(self._settings, name)]
+        fixed = [name for name in self._settings.differences(settings)
+                 if name not in LIVE_SETTINGS]
         if fixed:
             raise ValueError(f"{', '.join(fixed)} cannot change while running; restart to "
                              f"apply")
@@ -108,16 +98,20 @@ class CpusetEngine:
 
     # -- use cases -----------------------------------------------------------------------------
 
-    def plan_synchronize(self, pods: Iterable[PodFacts],
-                         containers: Iterable[ContainerFacts]) -> Plan:
+    def plan_synchronize(self, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts],
+                         *, keep_unlisted: bool = False) -> Plan:
         """Rebuild the ledger from every live pod and container the runtime reports.
 
         Returns a plan whose updates correct running containers (for example shared containers
         started while the plugin was down) and whose ``problems`` list the containers that could
-        not be placed as they ask; those are left as they are and never raise.
+        not be placed as they ask; those are left as they are and never raise. The committed
+        ledger's containers that the report does not list are dropped, or, with
+        ``keep_unlisted``, kept as decided (their pods need not be reported): a report that can
+        lag the runtime's events, such as a CRI inventory (containerd calls NRI
+        CreateContainer before the container enters its CRI store), must not free their CPUs.
         """
         return rebuild(self._topology, self._settings, self._allocator, base=self._ledger,
-                       pods=pods, containers=containers)
+                       pods=pods, containers=containers, keep_unlisted=keep_unlisted)
 
     def plan_create(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """Decide a new container's placement and the live updates it causes.
@@ -125,21 +119,19 @@ class CpusetEngine:
         Raises an :class:`AdmissionError` subclass (and changes nothing) when the container
         cannot be admitted.
         """
-        subject = subject_of(pod, container)
+        item = Live(container, subject_of(pod, container),
+                    classify(pod, container, self._settings))
         working = self._ledger.without(container.id)
-        decision = classify(pod, container, self._settings)
-        if decision.kind is Kind.ANNOTATED:
-            return self._plan_annotated(working, pod, container, subject, decision)
-        if decision.kind is Kind.INTEGER:
-            return self._plan_integer(working, pod, container, subject, decision)
+        if item.decision.kind is Kind.ANNOTATED:
+            return self._plan_annotated(working, item)
+        if item.decision.kind is Kind.INTEGER:
+            return self._plan_integer(working, item)
         pool = shared_pool(self._topology, working.reserved, self._settings)
         if not pool:
-            raise SharedPoolExhaustedError(subject, "every online CPU is pinned, exclusive or "
-                                                    "isolated")
-        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.SHARED, reason=decision.reason)
-        return self._finish(working.with_entry(entry), container.id,
-                            Placement(kind=Kind.SHARED, cpus=pool), decision.reason)
+            raise SharedPoolExhaustedError(item.subject, "every online CPU is pinned, exclusive "
+                                                         "or isolated")
+        return self._finish(working.with_entry(shared_entry(item)), container.id,
+                            Placement(kind=Kind.SHARED, cpus=pool), item.decision.reason)
 
     def plan_resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """Decide a running container's placement after an in-place resize (the runtime's
@@ -159,7 +151,8 @@ class CpusetEngine:
             return self._unchanged(container.id, "pinned containers keep their pin")
         if decision.kind is Kind.SHARED or decision.request == current.request:
             return self._unchanged(container.id, f"{decision.reason}; size unchanged")
-        return self._plan_integer_resize(pod, container, decision, current.cpus)
+        return self._plan_integer_resize(Live(container, subject_of(pod, container), decision),
+                                         current.cpus)
 
     def plan_release(self, container_id: str) -> Plan:
         """Release a stopped or removed container's CPUs; unknown ids give an empty plan, so a
@@ -208,118 +201,53 @@ class CpusetEngine:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _plan_annotated(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
-                        subject: str, decision: Classification) -> Plan:
-        key = self._settings.pin_annotation
-        pins = decision.pins
-        assert pins is not None  # classify always sets pins for annotated containers
-        unavailable = pins - self._topology.online
-        if unavailable:
-            raise CpuUnavailableError(subject, key, pins.format(), unavailable.format(),
-                                      self._topology.online.format())
-        try:
-            mems = memory_nodes_for(self._topology, pins)
-        except NumaUnresolvableError as exc:
-            raise NumaResolutionError(subject, pins.format(), str(exc)) from exc
+    def _plan_annotated(self, working: Ledger, item: Live) -> Plan:
+        pinned = place_pin(self._topology, self._settings, item)
+        if pinned.problems:  # admitted only when every pinned CPU is online, with its memory
+            raise pinned.problems[0]
+        entry = pinned.entry
+        assert entry is not None  # no problem: every pinned CPU is online
         free = exclusive_free(self._topology, working.reserved, self._settings)
         try:
-            moves = plan_moves(self._topology, self._allocator, working, pins, free,
-                               options=self._options())
+            moves = plan_moves(self._topology, self._allocator, working, entry.cpus, free,
+                               options=self._settings.allocation)
         except NoRoomToMoveError as exc:
             raise InsufficientCpusForReassignmentError(
-                subject, exc.conflicting, exc.needed, exc.free,
-                whole_cores=self._settings.full_physical_cores, why=exc.detail) from exc
-        result = working
-        move_updates: list[ContainerUpdate] = []
-        for move in moves:
-            moved = replace(move.entry, cpus=move.cpus)
-            result = result.with_entry(moved)  # replaces its entry
-            move_updates.append(ContainerUpdate(
-                container_id=moved.container_id, subject=moved.subject, kind=Kind.INTEGER,
-                cpus=move.cpus, previous_cpus=move.entry.cpus,
-                reason=f"moved off CPUs {move.entry.cpus & pins} pinned by {subject}"))
-        entry = Entry(container_id=container.id, subject=subject, sandbox_id=pod.sandbox_id,
-                      kind=Kind.ANNOTATED, cpus=pins, mems=mems, reason=decision.reason)
-        result = result.with_entry(entry)
-        reason = decision.reason
+                item.subject, exc.conflicting, exc.needed, exc.free,
+                whole_cores=self._settings.allocation.full_physical_cores, why=exc.detail) from exc
+        result, updates = apply_moves(working, moves, entry.cpus, pinned_by=item.subject)
+        reason = item.decision.reason
         if moves:
             reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
-        return self._finish(result, container.id,
-                            Placement(kind=Kind.ANNOTATED, cpus=pins, mems=mems), reason,
-                            moves=tuple(move_updates))
+        return self._finish(result.with_entry(entry), entry.container_id,
+                            Placement(kind=Kind.ANNOTATED, cpus=entry.cpus, mems=entry.mems),
+                            reason, moves=updates)
 
-    def _plan_integer(self, working: Ledger, pod: PodFacts, container: ContainerFacts,
-                      subject: str, decision: Classification) -> Plan:
+    def _plan_integer(self, working: Ledger, item: Live) -> Plan:
         free = exclusive_free(self._topology, working.reserved, self._settings)
-        if decision.request > len(free):
-            raise InsufficientCpusError(subject, decision.request, len(free))
+        request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
         # container lands where its init container warmed caches and memory (reuse.py).
-        choice = reuse_choice(self._left_behind.of(pod.sandbox_id), decision.request,
+        choice = reuse_choice(self._left_behind.of(item.facts.sandbox_id), request,
                               free=free, exclusive=working.exclusive, allocator=self._allocator,
-                              options=self._options())
+                              options=self._settings.allocation)
         how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
         if choice is None:
-            choice = self._choose(subject, decision.request, free, exclusive=working.exclusive)
-        return self._admit_integer(working, pod, container, request=decision.request,
-                                   cpus=choice.cpus,
-                                   reason=f"{decision.reason}; {how}{choice.describe()}")
+            choice = choose_exclusive(self._allocator, self._settings.allocation, item.subject,
+                                      request, free, exclusive=working.exclusive)
+        return self._admit_integer(working, item, choice.cpus,
+                                   f"{item.decision.reason}; {how}{choice.describe()}")
 
-    def _plan_integer_resize(self, pod: PodFacts, container: ContainerFacts,
-                             decision: Classification, current: CPUSet) -> Plan:
-        subject = subject_of(pod, container)
-        working = self._ledger.without(container.id)
-        wanted = decision.request
-        if (self._settings.full_physical_cores
-                and self._allocator.whole_core_cpus(current) != current):
-            # Placed before whole-core mode was on: growing or shrinking it in place would keep
-            # a half core, so it is placed afresh (its own CPUs count as free), near its memory.
-            free = exclusive_free(self._topology, working.reserved, self._settings)
-            if wanted > len(free):
-                raise InsufficientCpusError(subject, wanted, len(free))
-            choice = self._choose(subject, wanted, free, exclusive=working.exclusive,
-                                  prefer_numa=self._topology.numa_nodes_of(current))
-            cpus, how = choice.cpus, f"re-placed on whole cores, {choice.describe()}"
-        elif wanted < len(current):
-            # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
-            choice = self._choose(subject, wanted, current, exclusive=working.exclusive)
-            cpus, how = choice.cpus, f"shrunk from {len(current)}, kept {choice.describe()}"
-        else:
-            free = exclusive_free(self._topology, working.reserved, self._settings) - current
-            extra = wanted - len(current)
-            if extra > len(free):
-                raise InsufficientCpusError(subject, wanted, len(free) + len(current))
-            try:
-                choice = self._choose(subject, extra, free, exclusive=working.exclusive,
-                                      prefer_numa=self._topology.numa_nodes_of(current))
-            except FullCoresUnavailableError as exc:  # name the size asked, not the step
-                raise FullCoresUnavailableError(
-                    subject, wanted, f"growing from {len(current)} by {extra}: {exc.why}",
-                ) from exc
-            cpus, how = current | choice.cpus, f"grown from {len(current)}, added " \
-                                               f"{choice.describe()}"
-        return self._admit_integer(working, pod, container, request=wanted, cpus=cpus,
-                                   reason=f"{decision.reason}; {how}")
+    def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
+        working = self._ledger.without(item.facts.id)
+        free = exclusive_free(self._topology, working.reserved, self._settings)
+        cpus, how = resize_exclusive(self._topology, self._allocator, self._settings.allocation,
+                                     item, current, free=free, exclusive=working.exclusive)
+        return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
 
-    def _admit_integer(self, working: Ledger, pod: PodFacts, container: ContainerFacts, *,
-                       request: int, cpus: CPUSet, reason: str) -> Plan:
-        entry = Entry(container_id=container.id, subject=subject_of(pod, container),
-                      sandbox_id=pod.sandbox_id, kind=Kind.INTEGER, cpus=cpus, request=request,
-                      reason=reason)
-        return self._finish(working.with_entry(entry), container.id,
+    def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
+        return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,
                             Placement(kind=Kind.INTEGER, cpus=cpus), reason)
-
-    def _options(self) -> AllocationOptions:
-        return AllocationOptions.from_settings(self._settings)
-
-    def _choose(self, subject: str, count: int, free: CPUSet, *, exclusive: CPUSet,
-                prefer_numa: CPUSet | None = None) -> Choice:
-        """The allocator's choice under the operator's options, its refusals typed."""
-        try:
-            return self._allocator.choose(free, count, exclusive=exclusive,
-                                          prefer_numa=prefer_numa, options=self._options())
-        except WholeCoresUnavailableError as exc:
-            raise FullCoresUnavailableError(subject, count, exc.detail) from exc
 
     def _unchanged(self, container_id: str, reason: str) -> Plan:
         base = self._ledger

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cpuset_core.classify import Classification
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.errors import AdmissionError
-from cpuset_core.ledger import Entry, Ledger
-from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind
+from cpuset_core.ledger import Ledger
+from cpuset_core.model import ContainerUpdate
+from cpuset_core.placing import Live
 from cpuset_core.plan import Plan
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.settings import Settings
-from cpuset_core.sync import Live, rebuild_live
+from cpuset_core.sync import rebuild_live
 from cpuset_core.topology import Topology
 
 SOURCE = "topology change"
@@ -41,31 +41,14 @@ def replan(topology: Topology, settings: Settings, *, base: Ledger,
     engine's topology. Never raises for the containers' sake: like a synchronize, it reports.
     """
     allocator = ExclusiveAllocator(topology)
-    live = [_live(base.entries[cid], pool_before) for cid in sorted(base.entries)]
+    # Every container "reports" where it runs now, so each one whose set names a CPU that went
+    # away gets an update, even where the kernel already dropped the CPU (cgroup v1 does): the
+    # runtime's record of the container stops naming it.
+    live = [Live.from_entry(base.entries[cid], pool_before) for cid in sorted(base.entries)]
     problems: list[AdmissionError] = []
     plan = rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
                         source=SOURCE, new_topology=topology)
     return replace(plan, moves=tuple(_online_rollback(u, topology) for u in plan.moves))
-
-
-def _live(entry: Entry, pool_before: CPUSet) -> Live:
-    """The entry as a live container "reporting" where it runs now. Every container whose
-    set names a CPU that went away gets an update, even where the kernel already dropped it
-    (cgroup v1 does), so the runtime's record of the container stops naming it."""
-    running = pool_before if entry.kind is Kind.SHARED else entry.cpus
-    facts = ContainerFacts(id=entry.container_id, sandbox_id=entry.sandbox_id,
-                           name=entry.subject.rpartition("/")[2], cpus=running.format(),
-                           mems="" if entry.mems is None else entry.mems.format())
-    if entry.kind is Kind.ANNOTATED or entry.pins_asked is not None:
-        pins = entry.pins_asked if entry.pins_asked is not None else entry.cpus
-        decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason)
-    elif entry.kind is Kind.INTEGER or entry.request:
-        # A shared entry with a request was an integer container demoted for lack of room:
-        # every re-plan tries it again (CPUs may have come back).
-        decision = Classification(kind=Kind.INTEGER, request=entry.request, reason=entry.reason)
-    else:
-        decision = Classification(kind=Kind.SHARED, reason=entry.reason)
-    return Live(facts, entry.subject, decision)
 
 
 def _online_rollback(update: ContainerUpdate, topology: Topology) -> ContainerUpdate:

@@ -53,8 +53,8 @@ class RuntimeEvents(Protocol):
     """What drives the engine: one call per runtime event, each returning an uncommitted plan
     that the caller commits once the runtime has accepted it."""
 
-    def plan_synchronize(self, pods: Iterable[PodFacts],
-                         containers: Iterable[ContainerFacts]) -> Plan: ...
+    def plan_synchronize(self, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts],
+                         *, keep_unlisted: bool = False) -> Plan: ...
 
     def plan_create(self, pod: PodFacts, container: ContainerFacts) -> Plan: ...
 

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fnmatch import fnmatchcase
+from typing import Final
 
 from cpuset_core.cpuset import EMPTY, CPUSet
+from cpuset_core.policy.options import DEFAULT_OPTIONS, AllocationOptions
 
 DEFAULT_PIN_ANNOTATION = "weka.io/cores-ids"
-
-
-class Spanning(enum.Enum):
-    """How a request that no single NUMA node holds is spread over the nodes it needs."""
-
-    PACK = "pack"
-    """Fill the nodes with the most whole free cores first (leaves the others' room intact)."""
-    SPREAD = "spread"
-    """The same fewest nodes, with the CPUs divided as evenly as whole cores allow (even memory
-    bandwidth per node for workloads that spread their threads)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,15 +27,9 @@ class Settings:
     """Also keep ``system_reserved`` out of the shared pool (otherwise shared pods may use it)."""
     exclusive_on_isolated: bool = False
     """Allow integer containers on isolated CPUs (shared containers never use them)."""
-    full_physical_cores: bool = False
-    """Give integer containers whole physical cores only (every online thread of each core);
-    a request that cannot be met that way is refused rather than split."""
-    spanning: Spanning = Spanning.PACK
-    """How requests larger than any NUMA node's free CPUs are laid out over several nodes."""
-    keep_free_numa_nodes: bool = False
-    """Place requests that fit one NUMA node in a node already in use whenever one holds them,
-    even when that gives up L3 confinement, so wholly free nodes stay free for NUMA-sized
-    requests (docs/allocation.md has the measured trade-off)."""
+    allocation: AllocationOptions = DEFAULT_OPTIONS
+    """How integer containers' exclusive CPUs are chosen (whole cores, NUMA spanning, free
+    nodes)."""
     min_shared_pool: int = 0
     """Refuse pins and exclusive requests that would shrink the shared pool below this many
     CPUs (0: only an empty pool is refused, and only while shared containers exist)."""
@@ -54,8 +39,6 @@ class Settings:
             raise ValueError(f"min_shared_pool must be >= 0, got {self.min_shared_pool}")
         if not self.pin_annotation:
             raise ValueError("pin_annotation must not be empty")
-        if not isinstance(self.spanning, Spanning):
-            raise ValueError(f"spanning must be a Spanning, got {self.spanning!r}")
         blank = [p for p in self.pin_namespaces if not p]
         if blank:
             raise ValueError("pin_namespaces must not contain an empty pattern")
@@ -63,3 +46,32 @@ class Settings:
     def may_pin(self, namespace: str) -> bool:
         """Whether pods in ``namespace`` may use the pin annotation."""
         return any(fnmatchcase(namespace, pattern) for pattern in self.pin_namespaces)
+
+    def by_name(self) -> dict[str, object]:
+        """Every setting's value by name, in declaration order; each allocation option as
+        ``allocation.<option>`` (the names :data:`LIVE_SETTINGS` uses)."""
+        named: dict[str, object] = {}
+        for setting in fields(self):
+            value = getattr(self, setting.name)
+            if isinstance(value, AllocationOptions):
+                named.update((f"{setting.name}.{option.name}", getattr(value, option.name))
+                             for option in fields(value))
+            else:
+                named[setting.name] = value
+        return named
+
+    def differences(self, other: Settings) -> list[str]:
+        """The names (as in :meth:`by_name`) of the settings whose values differ in ``other``."""
+        theirs = other.by_name()
+        return [name for name, value in self.by_name().items() if theirs[name] != value]
+
+
+# Not exclusive_on_isolated: turning it off would make the isolated CPUs integer containers
+# already hold invalid, and the next synchronize or hotplug would move them.
+LIVE_SETTINGS: Final = frozenset({
+    "pin_namespaces", "min_shared_pool",
+    *(f"allocation.{option.name}" for option in fields(AllocationOptions)),
+})
+"""Settings (named as in :meth:`Settings.by_name`) that ``CpusetEngine.reconfigure`` may
+change on a running engine: who may pin, the minimum shared pool, and every allocation
+option."""

@@ -9,11 +9,9 @@ from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import (
     AdmissionError,
-    CpuUnavailableError,
     FullCoresUnavailableError,
     InsufficientCpusError,
     InvalidAnnotationError,
-    NumaResolutionError,
     PinNotAllowedError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
@@ -27,36 +25,26 @@ from cpuset_core.model import (
     parse_reported,
     subject_of,
 )
-from cpuset_core.plan import Plan
-from cpuset_core.policy.exclusive import (
-    AllocationOptions,
-    ExclusiveAllocator,
-    WholeCoresUnavailableError,
+from cpuset_core.placing import (
+    Live,
+    choose_exclusive,
+    integer_entry,
+    place_pin,
+    shared_entry,
 )
-from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
+from cpuset_core.plan import Plan
+from cpuset_core.policy.exclusive import AllocationOptions, ExclusiveAllocator
 from cpuset_core.policy.shared import exclusive_free, shared_pool
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
 
 
-@dataclass(slots=True)
-class Live:
-    """A live container to place: its facts and its classification."""
-
-    facts: ContainerFacts
-    subject: str
-    decision: Classification
-    current: CPUSet | None = field(init=False)
-    """The cpuset the runtime reports (``None``: unset), parsed once."""
-
-    def __post_init__(self) -> None:
-        self.current = parse_reported(self.facts.cpus)
-
-
 def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
-            base: Ledger, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts]) -> Plan:
+            base: Ledger, pods: Iterable[PodFacts], containers: Iterable[ContainerFacts],
+            keep_unlisted: bool = False) -> Plan:
     """Return a plan whose ledger reflects every live container, and the updates that correct
-    the running ones.
+    the running ones. With ``keep_unlisted``, the containers of ``base`` that ``containers``
+    does not list are live too, as ``base`` decided them and where they run now.
 
     Order, so that the result is deterministic and disturbs as little as possible:
     1. annotated containers take their pins (their online part; offline pins are reported);
@@ -68,6 +56,12 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
     problems: list[AdmissionError] = []
     live = [_classified(c, pods_by_id.get(c.sandbox_id), settings, problems)
             for c in sorted(containers, key=lambda c: c.id)]
+    if keep_unlisted:
+        listed = {item.facts.id for item in live}
+        pool = shared_pool(topology, base.reserved, settings)
+        live.extend(Live.from_entry(entry, pool) for cid, entry in base.entries.items()
+                    if cid not in listed)
+        live.sort(key=lambda item: item.facts.id)
     return rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
                         source="synchronize")
 
@@ -84,13 +78,10 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
     # half a core; at a synchronize, sets from before the option was on are adopted as they are.
     _integer_entries(topology, settings, allocator, live=live, pinned=pinned, entries=entries,
                      problems=problems,
-                     rewhole=new_topology is not None and settings.full_physical_cores)
+                     rewhole=new_topology is not None
+                     and settings.allocation.full_physical_cores)
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
-    # A demoted integer container keeps its request, so a later re-plan tries it again.
-    entries.extend(Entry(container_id=s.facts.id, subject=s.subject, sandbox_id=s.facts.sandbox_id,
-                         kind=Kind.SHARED, reason=s.decision.reason, pins_asked=s.decision.pins,
-                         request=s.decision.request)
-                   for s in shared)
+    entries.extend(shared_entry(item) for item in shared)
     result = Ledger.from_entries(entries)
     pool = shared_pool(topology, result.reserved, settings)
     if shared and not pool:
@@ -130,27 +121,15 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
     for item in live:
         if item.decision.kind is not Kind.ANNOTATED:
             continue
-        pins = item.decision.pins or EMPTY
-        usable = pins & topology.online
-        if usable != pins:
-            problems.append(CpuUnavailableError(item.subject, settings.pin_annotation,
-                                                pins.format(), (pins - usable).format(),
-                                                topology.online.format()))
-        if not usable:
-            # Runs shared until a pinned CPU is back (``pins`` kept for ``pins_asked``).
-            item.decision = Classification(kind=Kind.SHARED, pins=pins,
+        placed = place_pin(topology, settings, item)
+        problems.extend(placed.problems)
+        if placed.entry is None:
+            # Runs shared until a pinned CPU is back (its pins kept for ``pins_asked``).
+            item.decision = Classification(kind=Kind.SHARED, pins=item.decision.pins or EMPTY,
                                            reason="no pinned CPU is online")
             continue
-        try:
-            mems: CPUSet | None = memory_nodes_for(topology, usable)
-        except NumaUnresolvableError as exc:
-            problems.append(NumaResolutionError(item.subject, usable.format(), str(exc)))
-            mems = None
-        pinned |= usable
-        entries.append(Entry(container_id=item.facts.id, subject=item.subject,
-                             sandbox_id=item.facts.sandbox_id, kind=Kind.ANNOTATED, cpus=usable,
-                             mems=mems, reason=item.decision.reason,
-                             pins_asked=pins if usable != pins else None))
+        pinned |= placed.entry.cpus
+        entries.append(placed.entry)
     return pinned
 
 
@@ -169,7 +148,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         claimed for i in shared
         if (claimed := i.current) is not None and claimed != topology.online)
     state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
-    options = AllocationOptions.from_settings(settings)
+    options = settings.allocation
     pending: list[Live] = []
     halves: list[tuple[Live, CPUSet]] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
@@ -185,15 +164,11 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         _rewhole(item, current, state=state, allocator=allocator, options=options,
                  pending=pending)
     for item in pending:
-        free = state.free()
-        request = item.decision.request
-        if request > len(free):
-            state.demote(item, InsufficientCpusError(item.subject, request, len(free)))
-            continue
         try:
-            cpus = allocator.take(free, request, exclusive=state.exclusive, options=options)
-        except WholeCoresUnavailableError as exc:
-            state.demote(item, FullCoresUnavailableError(item.subject, request, exc.detail))
+            cpus = choose_exclusive(allocator, options, item.subject, item.decision.request,
+                                    state.free(), exclusive=state.exclusive).cpus
+        except (InsufficientCpusError, FullCoresUnavailableError) as problem:
+            state.demote(item, problem)
             continue
         if not state.admit(item, cpus):
             state.demote(item, SharedPoolExhaustedError(
@@ -207,10 +182,10 @@ def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
     """Whole cores for a container whose set is no longer whole; else it stays, reported."""
     request = item.decision.request
     try:
-        cpus: CPUSet | None = allocator.take(state.free(), request, exclusive=state.exclusive,
-                                             options=options)
-    except ValueError:  # not enough free CPUs, or none that add up in whole cores
-        cpus = None
+        cpus: CPUSet | None = choose_exclusive(allocator, options, item.subject, request,
+                                               state.free(), exclusive=state.exclusive).cpus
+    except (InsufficientCpusError, FullCoresUnavailableError):
+        cpus = None  # not enough free CPUs, or none that add up in whole cores
     if cpus is not None and state.admit(item, cpus):
         return
     if state.admit(item, current):
@@ -244,7 +219,7 @@ class _IntegerPass:
         if self.shared_left and not self._pool(self.exclusive | cpus):
             return False
         self.exclusive |= cpus
-        self.admitted.append((item, _integer_entry(item, cpus)))
+        self.admitted.append((item, integer_entry(item, cpus)))
         return True
 
     def demote(self, item: Live, problem: AdmissionError) -> None:
@@ -266,12 +241,6 @@ class _IntegerPass:
 
     def _pool(self, exclusive: CPUSet) -> CPUSet:
         return shared_pool(self.topology, self.pinned | exclusive, self.settings)
-
-
-def _integer_entry(item: Live, cpus: CPUSet) -> Entry:
-    return Entry(container_id=item.facts.id, subject=item.subject,
-                 sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
-                 request=item.decision.request, reason=item.decision.reason)
 
 
 def _corrections(topology: Topology, result: Ledger, pool: CPUSet,

@@ -210,14 +210,16 @@ class PlacementService:
     # -- rebuilds --------------------------------------------------------------------------------
 
     def synchronize(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts], *,
-                    source: str, caller_applies: bool = False) -> Synchronized:
+                    source: str, caller_applies: bool = False,
+                    keep_unlisted: bool = False) -> Synchronized:
         """Rebuild the ledger from every live pod and container (a Synchronize, or an inventory
         taken over CRI) and commit it; return it with the updates that correct the running
         containers (riding on the runtime's answer unless ``caller_applies``). The drift its
         corrections repair and the drift they cannot are counted and logged now — or, with
         ``caller_applies`` (the caller sends the corrections itself and may fail), by
-        :meth:`corrections_applied` once it knows."""
-        plan = self._engine.plan_synchronize(pods, containers)
+        :meth:`corrections_applied` once it knows. ``keep_unlisted``: containers decided but
+        not in the report keep their placement (a report that may lag the runtime's hooks)."""
+        plan = self._engine.plan_synchronize(pods, containers, keep_unlisted=keep_unlisted)
         self._engine.commit(plan)
         self.synchronized = True
         self._history.keep_only(plan.result.entries)

@@ -79,3 +79,12 @@ def test_a_resize_plan_places_the_container_and_changes_nothing_until_commit(
     assert len(first.placement.cpus) == 4
     assert first.placement == second.placement
     assert first.base is second.base
+
+
+def test_a_synchronize_keeping_unlisted_containers_keeps_one_the_report_misses(
+        events: RuntimeEvents) -> None:
+    created = events.plan_create(POD, INTEGER)
+    events.commit(created)
+    kept = events.plan_synchronize([], [], keep_unlisted=True)
+    assert kept.result.placement("c1", kept.shared_pool) == created.placement
+    assert "c1" not in events.plan_synchronize([], []).result

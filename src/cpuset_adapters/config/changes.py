@@ -7,13 +7,14 @@ from typing import Final
 
 import attrs
 
+from cpuset_adapters.config.load import SETTING_OF_KEY
 from cpuset_adapters.config.schema import Config, keys, value_at
+from cpuset_core import LIVE_SETTINGS
 
 LIVE_KEYS: Final = frozenset({
-    # Who may pin and the allocator's options only steer later decisions (the core's
-    # LIVE_SETTINGS); running containers keep their CPUs.
-    "pinning.namespaces", "cpus.full_physical_cores",
-    "cpus.numa_spanning", "cpus.keep_free_numa_nodes", "cpus.min_shared_pool",
+    # The keys of the settings the engine changes live (LIVE_SETTINGS: who may pin, the
+    # allocation options, the minimum pool); running containers keep their CPUs.
+    *(key for key, setting in SETTING_OF_KEY.items() if setting in LIVE_SETTINGS),
     # Only the threshold of the loggers changes.
     "observability.log_level",
 })

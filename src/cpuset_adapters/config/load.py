@@ -10,14 +10,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
+
+import cattrs
 
 from cpuset_adapters.config.checks import reserved_cpus, topology_problems, value_problems
 from cpuset_adapters.config.errors import ConfigError, Problem
 from cpuset_adapters.config.schema import Config
 from cpuset_adapters.config.structure import Document, parse_toml, structure
-from cpuset_core import Settings, Spanning, Topology
+from cpuset_core import AllocationOptions, Settings, Topology
+
+ALLOCATION_OPTIONS: Final = tuple(option.name for option in fields(AllocationOptions))
+"""The allocation options, each set by the ``[cpus]`` key of its own name."""
+
+SETTING_OF_KEY: Final[Mapping[str, str]] = MappingProxyType({
+    "pinning.annotation": "pin_annotation",
+    "pinning.namespaces": "pin_namespaces",
+    "cpus.reserved": "system_reserved",
+    "cpus.strict_reservation": "strict_reservation",
+    "cpus.exclusive_on_isolated": "exclusive_on_isolated",
+    **{f"cpus.{name}": f"allocation.{name}" for name in ALLOCATION_OPTIONS},
+    "cpus.min_shared_pool": "min_shared_pool",
+})
+"""The setting (named as in ``Settings.by_name``) each key sets; the other keys (sockets,
+listener, logging) are the adapters' own."""
+
+# Values reach it checked (see ``build``): it only turns them into the core's types (enums).
+_CORE_VALUES: Final = cattrs.Converter(forbid_extra_keys=True)
 
 
 def read_document(path: str | os.PathLike[str], *, required: bool) -> Document | None:
@@ -82,7 +104,11 @@ def to_settings(config: Config) -> Settings:
                     system_reserved=reserved_cpus(config),
                     strict_reservation=config.cpus.strict_reservation,
                     exclusive_on_isolated=config.cpus.exclusive_on_isolated,
-                    full_physical_cores=config.cpus.full_physical_cores,
-                    spanning=Spanning(config.cpus.numa_spanning),
-                    keep_free_numa_nodes=config.cpus.keep_free_numa_nodes,
+                    allocation=allocation_options(config),
                     min_shared_pool=config.cpus.min_shared_pool)
+
+
+def allocation_options(config: Config) -> AllocationOptions:
+    """The allocation options ``config`` (a checked one) sets, each from its ``[cpus]`` key."""
+    values = {name: getattr(config.cpus, name) for name in ALLOCATION_OPTIONS}
+    return _CORE_VALUES.structure(values, AllocationOptions)

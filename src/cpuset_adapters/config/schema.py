@@ -11,13 +11,13 @@ from typing import Final
 import attrs
 
 from cpuset_adapters import default_paths
-from cpuset_core import DEFAULT_PIN_ANNOTATION
+from cpuset_core import DEFAULT_PIN_ANNOTATION, Spanning
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_FORMATS: Final = ("json", "console")
-SPANNING: Final = ("pack", "spread")
+SPANNING: Final = tuple(spanning.value for spanning in Spanning)
 
 
 @attrs.frozen(kw_only=True)
@@ -31,7 +31,8 @@ class Pinning:
 
 @attrs.frozen(kw_only=True)
 class Cpus:
-    """``[cpus]``: reserved CPUs and the allocator's options."""
+    """``[cpus]``: reserved CPUs and the allocator's options (each named as the core's
+    ``AllocationOptions`` field it sets)."""
 
     reserved: str = ""
     """A Linux CPU list; ``""`` reserves nothing."""

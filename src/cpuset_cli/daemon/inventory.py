@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from cpuset_core import ContainerFacts, CpusetEngine, Kind, PodFacts, UpdateTransactionError
+from cpuset_core import ContainerFacts, PodFacts, UpdateTransactionError
 from cpuset_service.placement import PlacementService
 from cpuset_service.pusher import Sender
 from cpuset_service.staged import apply_staged
@@ -53,9 +53,10 @@ class CriInventory:
                 # failure (a busy node would otherwise exhaust the attempts); pause briefly.
                 await asyncio.sleep(0.05)
                 continue
-            pods, containers = _with_undecided(engine, pods, containers)
+            # containerd calls NRI CreateContainer before the container enters its CRI store:
+            # one admitted just before the read is missing from it and keeps its placement.
             plan = self._service.synchronize(pods, containers, source="CRI inventory",
-                                            caller_applies=True).plan
+                                             caller_applies=True, keep_unlisted=True).plan
             failure = ""
             try:
                 await apply_staged(self._send, plan.updates, "CRI inventory",
@@ -77,40 +78,3 @@ def _read_inventory(cri_socket: str) -> tuple[list[PodFacts], list[ContainerFact
 
     with CriClient(cri_socket, timeout=5.0) as client:
         return read_inventory(client)
-
-
-def _with_undecided(engine: CpusetEngine, pods: list[PodFacts],
-                    containers: list[ContainerFacts],
-                    ) -> tuple[list[PodFacts], list[ContainerFacts]]:
-    """Add the containers this plugin has decided that the inventory does not list yet:
-    containerd calls NRI CreateContainer before the container enters its CRI store, so a
-    container admitted just before the read is missing from it. Adopting the inventory as it
-    is would free that container's CPUs and let a later one take them. Each is described from
-    its ledger entry, so the rebuild keeps its placement."""
-    listed = {c.id for c in containers}
-    known_pods = {p.sandbox_id for p in pods}
-    extra_pods: dict[str, PodFacts] = {}
-    extra: list[ContainerFacts] = []
-    period = 100_000
-    for cid, entry in engine.ledger.entries.items():
-        if cid in listed:
-            continue
-        namespace, _, rest = entry.subject.partition("/")
-        pod_name, _, name = rest.rpartition("/")
-        if entry.sandbox_id not in known_pods and entry.sandbox_id not in extra_pods:
-            asked = entry.pins_asked if entry.pins_asked is not None else entry.cpus
-            annotations = ({engine.settings.pin_annotation: asked.format()}
-                           if entry.kind is Kind.ANNOTATED else {})
-            parent = (f"/kubepods/pod{entry.sandbox_id}" if entry.kind is Kind.INTEGER
-                      else f"/kubepods/burstable/pod{entry.sandbox_id}")
-            extra_pods[entry.sandbox_id] = PodFacts(
-                sandbox_id=entry.sandbox_id, namespace=namespace, name=pod_name,
-                annotations=annotations, cgroup_parent=parent)
-        placement = engine.placement(cid)
-        extra.append(ContainerFacts(
-            id=cid, sandbox_id=entry.sandbox_id, name=name,
-            cpu_quota=entry.request * period if entry.kind is Kind.INTEGER else None,
-            cpu_period=period if entry.kind is Kind.INTEGER else None,
-            cpus=placement.cpus.format() if placement else "",
-            mems=entry.mems.format() if entry.mems is not None else ""))
-    return [*pods, *extra_pods.values()], [*containers, *extra]

@@ -29,10 +29,10 @@ from cpuset_core.policy.domain import Domain, Take, take_threads
 from cpuset_core.policy.options import (
     DEFAULT_OPTIONS,
     AllocationOptions,
+    Spanning,
     WholeCoresUnavailableError,
 )
 from cpuset_core.policy.spanning import best_node_set, spread_take
-from cpuset_core.settings import Spanning
 from cpuset_core.topology import Topology
 
 __all__ = ["DEFAULT_OPTIONS", "AllocationOptions", "Choice", "ExclusiveAllocator",
@@ -123,7 +123,7 @@ class ExclusiveAllocator:
         ``exclusive`` are CPUs owned by other exclusive containers (to keep new threads off their
         cores); ``prefer_numa`` names NUMA nodes to try first (a container being moved stays
         near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs, and
-        :class:`WholeCoresUnavailableError` (a ``ValueError``) when ``options.whole_cores``
+        :class:`WholeCoresUnavailableError` (a ``ValueError``) when ``options.full_physical_cores``
         is set and no set of wholly free cores adds up to ``count``.
         """
         if count <= 0:
@@ -132,7 +132,7 @@ class ExclusiveAllocator:
         if free.mask.bit_count() < count:
             raise ValueError(f"{count} CPUs requested but only {len(free)} free")
         free_mask, others = free.mask, exclusive.mask
-        if options.whole_cores:
+        if options.full_physical_cores:
             free_mask = self.whole_core_cpus(free).mask
             self._check_whole_cores(free_mask, count)
         levels: list[Sequence[Domain]] = [self._l3, self._numa]
@@ -147,7 +147,7 @@ class ExclusiveAllocator:
         if prefer_numa is not None:
             levels[:0] = [[d for d in level if d.node in prefer_numa] for level in levels]
         for domains in levels:
-            found = _best_fit(domains, free_mask, count, others, whole=options.whole_cores)
+            found = _best_fit(domains, free_mask, count, others, whole=options.full_physical_cores)
             if found is not None:
                 domain, take = found
                 return _choice(take, _describe(domain, free_mask))
@@ -171,16 +171,16 @@ class ExclusiveAllocator:
         fitting = [s for s in self._sockets if s.free_in(free) >= count]
         scopes = [[d for d in self._numa if d.socket == s.socket] for s in fitting] or \
             [list(self._numa)]
-        found = best_node_set(scopes, free, count, exclusive, whole=options.whole_cores)
+        found = best_node_set(scopes, free, count, exclusive, whole=options.full_physical_cores)
         if found is None:
             # Only whole-core mode rejects candidates; the caller checked the free count.
             raise WholeCoresUnavailableError(count, "no choice of wholly free cores adds up "
                                                     "to it")
         chosen, take = found
-        spread = options.spanning is Spanning.SPREAD
+        spread = options.numa_spanning is Spanning.SPREAD
         if spread:
             even = spread_take(chosen, free, count, exclusive, self._uniform_core_size)
-            if not (options.whole_cores and (even.splits or even.orphans)):
+            if not (options.full_physical_cores and (even.splits or even.orphans)):
                 take = even
         nodes = CPUSet(d.node for d in chosen)
         sockets = {d.socket for d in chosen}

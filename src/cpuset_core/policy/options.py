@@ -1,26 +1,44 @@
-"""The operator's allocation options, as the allocator sees them, and its whole-core refusal."""
+"""The operator's allocation options (``Settings.allocation``) and the whole-core refusal.
+
+Each option is named as the ``[cpus]`` configuration key that sets it: the loader and the list
+of settings a running engine may change are derived from these fields, so a new option is one
+field here (plus the allocator code that reads it).
+"""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from cpuset_core.settings import Settings, Spanning
+
+class Spanning(enum.Enum):
+    """How a request that no single NUMA node holds is spread over the nodes it needs."""
+
+    PACK = "pack"
+    """Fill the nodes with the most whole free cores first (leaves the others' room intact)."""
+    SPREAD = "spread"
+    """The same fewest nodes, with the CPUs divided as evenly as whole cores allow (even memory
+    bandwidth per node for workloads that spread their threads)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AllocationOptions:
-    """The operator's allocation options (from :class:`Settings`)."""
+    """How integer containers' exclusive CPUs are chosen. Every option may change on a running
+    engine: it steers later decisions only."""
 
-    whole_cores: bool = False
-    """Only wholly free physical cores, and only requests they add up to exactly."""
-    spanning: Spanning = Spanning.PACK
+    full_physical_cores: bool = False
+    """Give integer containers whole physical cores only (every online thread of each core);
+    a request that cannot be met that way is refused rather than split."""
+    numa_spanning: Spanning = Spanning.PACK
+    """How requests larger than any NUMA node's free CPUs are laid out over several nodes."""
     keep_free_numa_nodes: bool = False
-    """Prefer domains in NUMA nodes already in use, even over L3 confinement."""
+    """Place requests that fit one NUMA node in a node already in use whenever one holds them,
+    even when that gives up L3 confinement, so wholly free nodes stay free for NUMA-sized
+    requests (docs/allocation.md has the measured trade-off)."""
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> AllocationOptions:
-        return cls(whole_cores=settings.full_physical_cores, spanning=settings.spanning,
-                   keep_free_numa_nodes=settings.keep_free_numa_nodes)
+    def __post_init__(self) -> None:
+        if not isinstance(self.numa_spanning, Spanning):
+            raise ValueError(f"numa_spanning must be a Spanning, got {self.numa_spanning!r}")
 
 
 DEFAULT_OPTIONS = AllocationOptions()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.ledger import Entry, Ledger
+from cpuset_core.model import ContainerUpdate, Kind
 from cpuset_core.policy.exclusive import (
     DEFAULT_OPTIONS,
     AllocationOptions,
@@ -46,9 +47,9 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     a moved latency-critical container should not end up on half-cores beside the pin), always
     from ``free − pins`` and preferring its own NUMA node(s) so it stays near the memory it has
     touched. Containers are handled in order of their lowest CPU, so the result is
-    deterministic. With ``options.whole_cores`` a container keeps only the cores the pins leave
-    whole and every replacement is a wholly free core. Raises :class:`NoRoomToMoveError` when
-    the replacements do not fit.
+    deterministic. With ``options.full_physical_cores`` a container keeps only the cores the
+    pins leave whole and every replacement is a wholly free core. Raises
+    :class:`NoRoomToMoveError` when the replacements do not fit.
     """
     owners = sorted({ledger.int_owner[cpu] for cpu in pins & ledger.exclusive},
                     key=lambda cid: ledger.entries[cid].cpus.first())
@@ -56,7 +57,7 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
         return ()
     subjects = tuple(ledger.entries[c].subject for c in owners)
     available = free - pins
-    whole = options.whole_cores
+    whole = options.full_physical_cores
 
     def usable(cpus: CPUSet) -> CPUSet:
         return allocator.whole_core_cpus(cpus) if whole else cpus
@@ -89,6 +90,20 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     return tuple(moves)
 
 
+def apply_moves(ledger: Ledger, moves: Sequence[Move], pins: CPUSet, *,
+                pinned_by: str) -> tuple[Ledger, tuple[ContainerUpdate, ...]]:
+    """``ledger`` with every moved container on its new CPUs, and the live updates that move
+    them off ``pins`` (the pin of ``pinned_by``)."""
+    updates: list[ContainerUpdate] = []
+    for move in moves:
+        ledger = ledger.with_entry(replace(move.entry, cpus=move.cpus))  # replaces its entry
+        updates.append(ContainerUpdate(
+            container_id=move.entry.container_id, subject=move.entry.subject, kind=Kind.INTEGER,
+            cpus=move.cpus, previous_cpus=move.entry.cpus,
+            reason=f"moved off CPUs {move.entry.cpus & pins} pinned by {pinned_by}"))
+    return ledger, tuple(updates)
+
+
 def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,
                   pins: CPUSet, available: CPUSet, others: CPUSet, reserve: int,
                   options: AllocationOptions) -> CPUSet:
@@ -97,7 +112,7 @@ def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CP
     fewer CPUs. Both prefer the container's own NUMA node(s). A fresh set is only taken if it
     leaves ``reserve`` CPUs for the containers still to move."""
     keep = current - pins
-    if options.whole_cores:
+    if options.full_physical_cores:
         keep = allocator.whole_core_cpus(keep)
     nodes = topology.numa_nodes_of(current)
     # Its own CPUs are not "another owner": a replacement beside them is the best place.

@@ -19,7 +19,7 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_cli import bootstrap
 from cpuset_core import ContainerUpdate, CPUSet, Topology
 from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
-from tests.unit.nri.test_handler import container, pod
+from tests.builders.nri import container, pod
 
 
 @pytest.fixture

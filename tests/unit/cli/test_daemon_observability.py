@@ -15,7 +15,7 @@ from cpuset_cli import bootstrap
 from cpuset_cli.daemon.plugin import Daemon
 from cpuset_cli.main import cli
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
-from tests.unit.nri.test_handler import container, pod
+from tests.builders.nri import container, pod
 
 
 def build(**kwargs: object) -> Daemon:

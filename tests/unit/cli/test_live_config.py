@@ -55,7 +55,7 @@ def test_a_valid_reload_applies_live_keys_to_the_engine(path: Path,
                   '[cpus]\nnuma_spanning = "spread"\n')
     assert config.reload_file("SIGHUP") is True
     assert engine(config).settings.may_pin("team-a")
-    assert engine(config).settings.spanning is Spanning.SPREAD
+    assert engine(config).settings.allocation.numa_spanning is Spanning.SPREAD
     assert config.current.pinning.namespaces == ("storage", "team-*")
     assert 'SIGHUP: applied pinning.namespaces = ["storage", "team-*"], cpus.numa_spanning = ' \
            '"spread"' in caplog.text

@@ -15,30 +15,15 @@ from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
+from tests.builders.kube import container, kube_list, pod
 
 GUARANTEED = {"memory": "1Gi"}
 
 
-def pod(name: str, *containers: dict[str, Any], namespace: str = "default",
-        annotations: dict[str, str] | None = None,
-        init: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": list(containers)}
-    if init is not None:
-        spec["initContainers"] = init
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
-    if annotations:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-
-
 def cpus(name: str, count: str | None, **extra: Any) -> dict[str, Any]:
     """A container with a CPU limit (and a memory limit, so the pod can be Guaranteed)."""
-    limits = {"cpu": count, **GUARANTEED} if count is not None else None
-    return {"name": name, "resources": {"limits": limits} if limits else {}, **extra}
-
-
-def kube_list(*pods: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": list(pods)}
+    return container(name, limits={"cpu": count, **GUARANTEED} if count is not None else None,
+                     **extra)
 
 
 @pytest.fixture

@@ -21,40 +21,7 @@ from cpuset_cli.pods import (
     parse_quantity,
 )
 from cpuset_core import QoS, Settings, classify, qos_from_cgroup_parent
-
-
-def container(name: str, requests: dict[str, Any] | None = None,
-              limits: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    return {"name": name, "image": "busybox", "resources": resources, **extra}
-
-
-def pod(name: str, *containers: dict[str, Any], namespace: str = "default",
-        init: list[dict[str, Any]] | None = None, annotations: dict[str, Any] | None = None,
-        status: dict[str, Any] | None = None, uid: str | None = "u-1") -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if uid is not None:
-        metadata["uid"] = uid
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    spec: dict[str, Any] = {"containers": list(containers), "restartPolicy": "Always"}
-    if init is not None:
-        spec["initContainers"] = init
-    document: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-                                "spec": spec}
-    if status is not None:
-        document["status"] = status
-    return document
-
-
-def kube_list(*pods: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": list(pods),
-            "metadata": {"resourceVersion": ""}}
-
+from tests.builders.kube import container, kube_list, pod
 
 GUARANTEED_2 = {"cpu": "2", "memory": "1Gi"}
 

@@ -18,7 +18,7 @@ from cpuset_adapters.config import (
     parse_listen,
     to_settings,
 )
-from cpuset_core import CPUSet, Settings, Spanning
+from cpuset_core import AllocationOptions, CPUSet, Settings, Spanning
 from tests.unit.core.topologies import OFFLINE_ISO
 
 
@@ -65,7 +65,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
     assert to_settings(config) == Settings(
         pin_annotation="example.com/cpus", pin_namespaces=("storage", "team-*"),
         system_reserved=CPUSet([0, 1]), strict_reservation=True, exclusive_on_isolated=True,
-        full_physical_cores=True, spanning=Spanning.SPREAD, keep_free_numa_nodes=True,
+        allocation=AllocationOptions(full_physical_cores=True, numa_spanning=Spanning.SPREAD,
+                                     keep_free_numa_nodes=True),
         min_shared_pool=2)
 
 

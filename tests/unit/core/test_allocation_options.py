@@ -20,21 +20,21 @@ from cpuset_core.policy.exclusive import (
     ExclusiveAllocator,
     WholeCoresUnavailableError,
 )
-from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings, Spanning
+from cpuset_core.policy.options import Spanning
+from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.topology import Topology
+from tests.builders.facts import container, pod
 from tests.unit.core.topologies import (
     ALLOCATOR_SHAPES,
     DUAL_SOCKET,
     EPYC,
     FIRST_SIBLING_OFFLINE,
     NPS4,
-    container,
     cpus,
-    pod,
 )
 
-WHOLE = AllocationOptions(whole_cores=True)
-SPREAD = AllocationOptions(spanning=Spanning.SPREAD)
+WHOLE = AllocationOptions(full_physical_cores=True)
+SPREAD = AllocationOptions(numa_spanning=Spanning.SPREAD)
 KEEP_NODES = AllocationOptions(keep_free_numa_nodes=True)
 ALLOCATORS: Mapping[str, ExclusiveAllocator] = {
     name: ExclusiveAllocator(topology) for name, topology in ALLOCATOR_SHAPES.items()
@@ -116,7 +116,7 @@ def test_whole_core_mode_never_splits_a_core_and_refuses_only_when_it_must(
 
 
 def test_engine_refuses_an_odd_integer_request_in_full_core_mode_and_changes_nothing() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("odd")
     before = engine.ledger
     with pytest.raises(FullCoresUnavailableError) as caught:
@@ -129,7 +129,7 @@ def test_engine_refuses_an_odd_integer_request_in_full_core_mode_and_changes_not
 
 
 def test_full_core_mode_moves_a_container_off_a_pin_onto_whole_cores() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("int")
     engine.commit(plan := engine.plan_create(p, container("int", p, cpu_limit=2)))
     assert plan.placement is not None
@@ -146,7 +146,7 @@ def test_full_core_mode_moves_a_container_off_a_pin_onto_whole_cores() -> None:
 
 
 def test_full_core_mode_refuses_a_pin_when_only_half_cores_could_take_the_moved_container() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("int")
     engine.commit(engine.plan_create(p, container("int", p, cpu_limit=2)))
     # Every other core is half pinned: threads are free, but no whole core is.
@@ -159,7 +159,7 @@ def test_full_core_mode_refuses_a_pin_when_only_half_cores_could_take_the_moved_
 
 
 def test_full_core_mode_resize_keeps_whole_cores_and_refuses_an_odd_size() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("grow")
     engine.commit(engine.plan_create(p, container("c", p, cpu_limit=2)))
     grown = engine.plan_resize(p, container("c", p, cpu_limit=4))
@@ -171,7 +171,7 @@ def test_full_core_mode_resize_keeps_whole_cores_and_refuses_an_odd_size() -> No
 
 
 def test_synchronize_in_full_core_mode_reports_a_container_it_cannot_give_whole_cores() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("odd")
     plan = engine.plan_synchronize([p], [container("c", p, cpu_limit=3, cpus_now="")])
     (problem,) = plan.problems
@@ -257,7 +257,7 @@ def test_keep_free_numa_nodes_gives_up_l3_confinement_to_leave_a_node_whole() ->
 
 
 def test_settings_reach_the_allocator_through_the_engine() -> None:
-    free_node = Settings(keep_free_numa_nodes=True)
+    free_node = Settings(allocation=KEEP_NODES)
     engine = CpusetEngine(EPYC, free_node)
     pinned = pod("pin", annotations={DEFAULT_PIN_ANNOTATION: "0-1,16-17,4-5,20-21"})
     engine.commit(engine.plan_create(pinned, container("pin", pinned)))
@@ -273,7 +273,7 @@ def test_full_core_mode_re_places_a_half_core_container_when_it_is_resized() -> 
     engine = CpusetEngine(DUAL_SOCKET)
     p = pod("old")
     engine.commit(engine.plan_create(p, container("c", p, cpu_limit=1)))
-    engine.reconfigure(Settings(full_physical_cores=True))
+    engine.reconfigure(Settings(allocation=WHOLE))
     grown = engine.plan_resize(p, container("c", p, cpu_limit=2))
     assert grown.placement is not None
     assert len(grown.placement.cpus) == 2
@@ -288,7 +288,7 @@ def test_a_pin_refused_because_its_victim_cannot_have_whole_cores_says_so() -> N
     engine = CpusetEngine(DUAL_SOCKET)
     p = pod("db")
     engine.commit(engine.plan_create(p, container("db", p, cpu_limit=1)))
-    engine.reconfigure(Settings(full_physical_cores=True))
+    engine.reconfigure(Settings(allocation=WHOLE))
     held = engine.placement("db")
     assert held is not None
     pin = pod("pin", annotations={DEFAULT_PIN_ANNOTATION: str(held.cpus.first())})
@@ -300,10 +300,35 @@ def test_a_pin_refused_because_its_victim_cannot_have_whole_cores_says_so() -> N
 
 
 def test_a_refused_growth_names_the_size_asked() -> None:
-    engine = CpusetEngine(DUAL_SOCKET, Settings(full_physical_cores=True))
+    engine = CpusetEngine(DUAL_SOCKET, Settings(allocation=WHOLE))
     p = pod("grow")
     engine.commit(engine.plan_create(p, container("c", p, cpu_limit=2)))
     with pytest.raises(FullCoresUnavailableError) as caught:
         engine.plan_resize(p, container("c", p, cpu_limit=5))
     assert caught.value.requested == 5
     assert "needs 5 exclusive CPU(s)" in str(caught.value)
+
+
+# -- the options as settings -------------------------------------------------------------------
+
+
+@given(options=st.builds(AllocationOptions))
+def test_every_allocation_option_may_change_on_a_running_engine(
+        options: AllocationOptions) -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    engine.reconfigure(Settings(allocation=options))
+    assert engine.settings.allocation == options
+
+
+def test_settings_name_each_allocation_option_under_allocation() -> None:
+    changed = Settings(allocation=SPREAD, min_shared_pool=1)
+    assert Settings().differences(changed) == ["allocation.numa_spanning", "min_shared_pool"]
+    assert set(Settings().by_name()) >= LIVE_SETTINGS
+    assert {name for name in LIVE_SETTINGS if name.startswith("allocation.")} == {
+        "allocation.full_physical_cores", "allocation.numa_spanning",
+        "allocation.keep_free_numa_nodes"}
+
+
+def test_spanning_must_be_a_spanning_value() -> None:
+    with pytest.raises(ValueError, match="numa_spanning must be a Spanning, got 'spread'"):
+        AllocationOptions(numa_spanning="spread")  # type: ignore[arg-type]

@@ -16,7 +16,8 @@ from cpuset_core.errors import (
 )
 from cpuset_core.model import ContainerFacts, Kind, PodFacts
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
-from tests.unit.core.topologies import PERIOD, container, cpus, pod
+from tests.builders.facts import PERIOD, container, pod
+from tests.unit.core.topologies import cpus
 
 UID = "0f1e2d3c-aaaa-4bbb-8ccc-0123456789ab"
 SD_UID = UID.replace("-", "_")  # the systemd driver escapes "-" in slice names

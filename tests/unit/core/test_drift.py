@@ -5,27 +5,19 @@ from __future__ import annotations
 from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_core.drift import Drifted, DriftReport, assess
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
+from tests.builders.facts import container, pod
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs
 
 
-def burstable(name: str) -> PodFacts:
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name,
-                    cgroup_parent=f"/kubepods/burstable/pod{name}")
-
-
-def pinned(name: str, pins: str) -> PodFacts:
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name,
-                    annotations={"weka.io/cores-ids": pins})
-
-
-def facts(cid: str, pod: PodFacts, cpus: str = "", mems: str = "") -> ContainerFacts:
-    return ContainerFacts(id=cid, sandbox_id=pod.sandbox_id, name=cid, cpus=cpus, mems=mems)
+def facts(cid: str, of: PodFacts, cpus: str = "", mems: str = "") -> ContainerFacts:
+    """Container ``cid`` of ``of``, running on ``cpus`` and ``mems`` as the runtime reports."""
+    return container(cid, of, name=cid, cpus_now=cpus, mems_now=mems)
 
 
 def test_containers_on_their_placement_are_not_drift() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    io, web = pinned("io", "3"), burstable("web")
+    io, web = pod("io", pins="3"), pod("web", qos="burstable")
     containers = [facts("io", io, "3", "0"), facts("app", web, "0-2,4-15")]
     plan = engine.plan_synchronize([io, web], containers)
     assert assess(plan, [io, web], containers) == DriftReport()
@@ -33,7 +25,7 @@ def test_containers_on_their_placement_are_not_drift() -> None:
 
 def test_a_shared_container_on_a_pinned_cpu_is_repaired() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    io, web = pinned("io", "3"), burstable("web")
+    io, web = pod("io", pins="3"), pod("web", qos="burstable")
     containers = [facts("io", io, "3", "0"), facts("app", web, "")]
     plan = engine.plan_synchronize([io, web], containers)
     report = assess(plan, [io, web], containers)
@@ -44,7 +36,7 @@ def test_a_shared_container_on_a_pinned_cpu_is_repaired() -> None:
 
 def test_a_pin_on_an_offline_cpu_is_unrepaired_and_says_why() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    io = pinned("io", "3,99")
+    io = pod("io", pins="3,99")
     containers = [facts("io", io, "0-15")]
     plan = engine.plan_synchronize([io], containers)
     report = assess(plan, [io], containers)
@@ -55,7 +47,7 @@ def test_a_pin_on_an_offline_cpu_is_unrepaired_and_says_why() -> None:
 
 def test_a_container_whose_pod_is_unknown_is_unrepaired() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    ghost = burstable("ghost")
+    ghost = pod("ghost", qos="burstable")
     containers = [facts("orphan", ghost, "")]
     plan = engine.plan_synchronize([], containers)
     report = assess(plan, [], containers)
@@ -65,7 +57,7 @@ def test_a_container_whose_pod_is_unknown_is_unrepaired() -> None:
 
 def test_shared_containers_with_no_pool_left_are_unrepaired() -> None:
     engine = CpusetEngine(build_topology(THIS_MACHINE_LIKE))  # CPUs 0-1
-    io, web = pinned("io", "0-1"), burstable("web")
+    io, web = pod("io", pins="0-1"), pod("web", qos="burstable")
     containers = [facts("io", io, "0-1"), facts("app", web, "")]
     plan = engine.plan_synchronize([io, web], containers)
     report = assess(plan, [io, web], containers)
@@ -74,7 +66,7 @@ def test_shared_containers_with_no_pool_left_are_unrepaired() -> None:
 
 def test_corrections_that_failed_to_apply_move_to_unrepaired() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    io, web = pinned("io", "3"), burstable("web")
+    io, web = pod("io", pins="3"), pod("web", qos="burstable")
     containers = [facts("io", io, "3", "0"), facts("app", web, ""), facts("db", web, "")]
     plan = engine.plan_synchronize([io, web], containers)
     report = assess(plan, [io, web], containers).with_failed({"db"}, "runtime said no")
@@ -85,7 +77,7 @@ def test_corrections_that_failed_to_apply_move_to_unrepaired() -> None:
 
 def test_a_pinned_container_whose_memory_nodes_are_unset_is_repaired() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    io = pinned("io", "3")
+    io = pod("io", pins="3")
     containers = [facts("io", io, "3")]
     plan = engine.plan_synchronize([io], containers)
     assert [d.container_id for d in assess(plan, [io], containers).repaired] == ["io"]

@@ -30,15 +30,13 @@ from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, 
 from cpuset_core.plan import Plan
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
 from cpuset_core.topology import Topology
+from tests.builders.facts import container, pod, subject
 from tests.unit.core.topologies import (
     DUAL_SOCKET,
     MEMORYLESS_SECOND_NODE,
     OFFLINE_ISO,
-    container,
     cpus,
     one_cpu_per_node,
-    pod,
-    subject,
 )
 
 KEY = DEFAULT_PIN_ANNOTATION

@@ -33,6 +33,7 @@ from hypothesis.stateful import (
 from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
 from cpuset_core import (
     AdmissionError,
+    AllocationOptions,
     ContainerFacts,
     ContainerUpdate,
     CPUSet,
@@ -42,7 +43,6 @@ from cpuset_core import (
     PodFacts,
     Settings,
     SharedPoolExhaustedError,
-    Spanning,
     UpdateTransactionError,
     violations,
 )
@@ -71,9 +71,8 @@ class EngineLifecycle(RuleBasedStateMachine):
                 strict=st.booleans(), min_pool=st.sampled_from([0, 0, 2, 6]),
                 options=st.fixed_dictionaries({
                     "exclusive_on_isolated": st.booleans(),
-                    "full_physical_cores": st.booleans(),
-                    "spanning": st.sampled_from(Spanning),
-                    "keep_free_numa_nodes": st.booleans(),
+                    # Every option, including any added later: drawn from its type.
+                    "allocation": st.builds(AllocationOptions),
                     "pin_namespaces": st.sampled_from([("*",), ("n*",), ("weka",)]),
                 }))
     def start(self, shape: object, reserve_first: bool, strict: bool, min_pool: int,
@@ -135,7 +134,7 @@ class EngineLifecycle(RuleBasedStateMachine):
 
     def _assert_options_kept(self, placement: Placement, moves: Sequence[ContainerUpdate]) -> None:
         """What a decision placed honours the options in force when it was made."""
-        if not self.settings.full_physical_cores:
+        if not self.settings.allocation.full_physical_cores:
             return
         placed = [placement.cpus] if placement.kind is Kind.INTEGER else []
         for cpus in [*placed, *(m.cpus for m in moves if m.kind is Kind.INTEGER)]:
@@ -217,7 +216,7 @@ class EngineLifecycle(RuleBasedStateMachine):
                 # set is whole cores (checked above), and it was not whole cores before.
                 whole = all((core & self.topology.online) <= before.cpus
                             for core in self.topology.cores_within(before.cpus))
-                assert self.settings.full_physical_cores
+                assert self.settings.allocation.full_physical_cores
                 assert not whole
             else:
                 # Kept where possible: a shrink is a subset, a growth a superset.
@@ -228,9 +227,7 @@ class EngineLifecycle(RuleBasedStateMachine):
             assert placement.cpus == before.cpus  # pins never move
 
     @rule(options=st.fixed_dictionaries({
-        "full_physical_cores": st.booleans(),
-        "spanning": st.sampled_from(Spanning),
-        "keep_free_numa_nodes": st.booleans(),
+        "allocation": st.builds(AllocationOptions),
         "pin_namespaces": st.sampled_from([("*",), ("weka",)]),
         "min_shared_pool": st.sampled_from([0, 2]),
     }))

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpuset_core import (
-    ContainerFacts,
+    AllocationOptions,
     CPUSet,
     CpusetEngine,
     Kind,
@@ -24,26 +24,18 @@ from cpuset_core import (
     violations,
 )
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
+from tests.builders.facts import container, pod
 
-PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest
+WHOLE_CORES = Settings(allocation=AllocationOptions(full_physical_cores=True))
 
 
 def with_online(topology: Topology, online: str) -> Topology:
     return dataclasses.replace(topology, online=CPUSet.parse(online))
 
 
-def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> PodFacts:
-    parent = {"guaranteed": f"/kubepods/pod{name}",
-              "burstable": f"/kubepods/burstable/pod{name}"}[qos]
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name, cgroup_parent=parent,
-                    annotations={"weka.io/cores-ids": pins} if pins is not None else {})
-
-
 def create(engine: CpusetEngine, p: PodFacts, cid: str, cpus: int | None = None) -> CPUSet:
-    facts = ContainerFacts(id=cid, sandbox_id=p.sandbox_id, name=cid,
-                           cpu_quota=None if cpus is None else cpus * PERIOD,
-                           cpu_period=None if cpus is None else PERIOD)
+    facts = container(cid, p, cpu_limit=cpus, name=cid)
     plan = engine.plan_create(p, facts)
     engine.commit(plan)
     assert plan.placement is not None
@@ -209,7 +201,7 @@ def test_a_demoted_integer_container_gets_exclusive_cpus_back_when_cpus_return()
 def test_whole_core_mode_re_places_a_container_a_returning_sibling_left_on_half_a_core() -> None:
     # Found in review: CPU 8 offline made {0} a whole core; when 8 came back the container
     # silently kept half a core beside the shared pool.
-    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,9-15"), Settings(full_physical_cores=True))
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,9-15"), WHOLE_CORES)
     create(engine, pod("web", qos="burstable"), "app")
     held = create(engine, pod("db"), "pg", 3)
     assert 0 in held
@@ -226,7 +218,7 @@ def test_whole_core_mode_re_places_a_container_a_returning_sibling_left_on_half_
 def test_whole_core_mode_moves_a_half_core_container_onto_whole_cores_when_it_can() -> None:
     # An even request left on a lone thread plus a pair by an offline sibling: when the
     # sibling returns, it moves onto two whole cores.
-    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,10-15"), Settings(full_physical_cores=True))
+    engine = CpusetEngine(with_online(TOPOLOGY, "0-7,10-15"), WHOLE_CORES)
     create(engine, pod("io", pins="2-7,10-15"), "io")  # every other core is pinned
     held = create(engine, pod("db"), "pg", 2)
     assert held == CPUSet.parse("0-1")  # cores {0,8} and {1,9} each have one online thread

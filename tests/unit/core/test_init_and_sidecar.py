@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cpuset_core import (
+    AllocationOptions,
     ContainerFacts,
     CPUSet,
     CpusetEngine,
@@ -20,28 +21,19 @@ from cpuset_core import (
 )
 from cpuset_core.reuse import MAX_PODS, LeftBehind
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
+from tests.builders.facts import container, pod
 
-PERIOD = 100_000
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest
 
 
-def guaranteed(name: str) -> PodFacts:
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name,
-                    cgroup_parent=f"/kubepods/pod{name}")
+def integer(cid: str, of: PodFacts, cpus: int) -> ContainerFacts:
+    """Container ``cid`` of ``of`` with a whole-CPU limit: an integer one in a Guaranteed pod."""
+    return container(cid, of, cpu_limit=cpus, name=cid)
 
 
-def burstable(name: str) -> PodFacts:
-    return PodFacts(sandbox_id=f"sb-{name}", namespace="ns", name=name,
-                    cgroup_parent=f"/kubepods/burstable/pod{name}")
-
-
-def integer(cid: str, pod: PodFacts, cpus: int) -> ContainerFacts:
-    return ContainerFacts(id=cid, sandbox_id=pod.sandbox_id, name=cid, cpu_quota=cpus * PERIOD,
-                          cpu_period=PERIOD)
-
-
-def shared(cid: str, pod: PodFacts) -> ContainerFacts:
-    return ContainerFacts(id=cid, sandbox_id=pod.sandbox_id, name=cid)
+def shared(cid: str, of: PodFacts) -> ContainerFacts:
+    """Container ``cid`` of ``of`` without a CPU limit: a shared one."""
+    return container(cid, of, name=cid)
 
 
 def create(engine: CpusetEngine, pod: PodFacts, facts: ContainerFacts) -> CPUSet:
@@ -57,9 +49,9 @@ def release(engine: CpusetEngine, cid: str) -> None:
 
 def test_an_app_container_lands_on_the_cpus_its_completed_init_container_held() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    blocker = guaranteed("blocker")
+    blocker = pod("blocker")
     create(engine, blocker, integer("b", blocker, 2))  # takes the first whole core
-    web = guaranteed("web")
+    web = pod("web")
     init_cpus = create(engine, web, integer("init", web, 2))
     release(engine, "init")  # the init container exited: StopContainer
     release(engine, "b")  # the blocker's CPUs are now the allocator's first choice again
@@ -74,14 +66,14 @@ def test_an_app_container_lands_on_the_cpus_its_completed_init_container_held() 
 
 def test_without_a_completed_container_the_allocator_decides_as_usual() -> None:
     reusing, fresh = CpusetEngine(TOPOLOGY), CpusetEngine(TOPOLOGY)
-    web = guaranteed("web")
+    web = pod("web")
     assert create(reusing, web, integer("app", web, 2)) == create(fresh, web,
                                                                    integer("app", web, 2))
 
 
 def test_a_smaller_app_container_takes_the_best_shaped_part_of_what_init_left() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    web = guaranteed("web")
+    web = pod("web")
     init_cpus = create(engine, web, integer("init", web, 4))
     release(engine, "init")
     app = create(engine, web, integer("app", web, 2))
@@ -91,7 +83,7 @@ def test_a_smaller_app_container_takes_the_best_shaped_part_of_what_init_left() 
 
 def test_an_app_container_bigger_than_what_init_left_is_allocated_as_usual() -> None:
     engine, fresh = CpusetEngine(TOPOLOGY), CpusetEngine(TOPOLOGY)
-    web = guaranteed("web")
+    web = pod("web")
     create(engine, web, integer("init", web, 1))
     release(engine, "init")
     assert create(engine, web, integer("app", web, 4)) == create(fresh, web,
@@ -100,7 +92,7 @@ def test_an_app_container_bigger_than_what_init_left_is_allocated_as_usual() -> 
 
 def test_cpus_another_pod_took_meanwhile_are_not_preferred() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    web, other = guaranteed("web"), guaranteed("other")
+    web, other = pod("web"), pod("other")
     init_cpus = create(engine, web, integer("init", web, 2))
     release(engine, "init")
     taken = create(engine, other, integer("o", other, 2))
@@ -112,7 +104,7 @@ def test_cpus_another_pod_took_meanwhile_are_not_preferred() -> None:
 
 def test_a_running_sidecar_keeps_its_cpus_while_the_app_container_gets_others() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    web = guaranteed("web")
+    web = pod("web")
     init_cpus = create(engine, web, integer("init", web, 1))
     release(engine, "init")
     sidecar = create(engine, web, integer("sidecar", web, 1))  # restartable init: keeps running
@@ -125,11 +117,10 @@ def test_a_running_sidecar_keeps_its_cpus_while_the_app_container_gets_others() 
 
 def test_shared_and_pinned_init_containers_leave_nothing_behind() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    web = burstable("web")
+    web = pod("web", qos="burstable")
     create(engine, web, shared("init", web))
     release(engine, "init")
-    pinned = PodFacts(sandbox_id="sb-io", namespace="ns", name="io",
-                      annotations={"weka.io/cores-ids": "3"})
+    pinned = pod("io", pins="3")
     create(engine, pinned, shared("io", pinned))
     release(engine, "io")
     assert engine.left_behind(web.sandbox_id) == CPUSet()
@@ -138,7 +129,7 @@ def test_shared_and_pinned_init_containers_leave_nothing_behind() -> None:
 
 def test_releasing_a_pod_frees_every_container_it_still_holds_including_unstarted_ones() -> None:
     engine = CpusetEngine(build_topology(THIS_MACHINE_LIKE))
-    web, db = burstable("web"), guaranteed("db")
+    web, db = pod("web", qos="burstable"), pod("db")
     create(engine, web, shared("app", web))
     create(engine, db, integer("pg", db, 1))  # created, never started
     create(engine, db, shared("sidecar", db))
@@ -154,7 +145,7 @@ def test_releasing_a_pod_frees_every_container_it_still_holds_including_unstarte
 
 def test_a_removed_pods_left_behind_cpus_are_forgotten() -> None:
     engine = CpusetEngine(TOPOLOGY)
-    web = guaranteed("web")
+    web = pod("web")
     create(engine, web, integer("init", web, 2))
     release(engine, "init")
     assert engine.left_behind(web.sandbox_id)
@@ -166,8 +157,8 @@ def test_the_memory_is_bounded_and_forgets_the_oldest_pod_first() -> None:
     engine = CpusetEngine(TOPOLOGY)
     memory = LeftBehind()
     for n in range(MAX_PODS + 2):
-        pod = guaranteed(f"p{n}")
-        plan = engine.plan_create(pod, integer(f"c{n}", pod, 1))
+        p = pod(f"p{n}")
+        plan = engine.plan_create(p, integer(f"c{n}", p, 1))
         engine.commit(plan)
         release_plan = engine.plan_release(f"c{n}")
         memory = memory.after(release_plan.base, release_plan.result)
@@ -180,7 +171,7 @@ def test_the_memory_is_bounded_and_forgets_the_oldest_pod_first() -> None:
 def test_a_stopped_container_that_is_re_created_under_the_same_pod_gets_its_cpus_back() -> None:
     """A crash-looping app container (same pod, next attempt) lands where it ran before."""
     engine = CpusetEngine(TOPOLOGY)
-    blocker, web = guaranteed("blocker"), guaranteed("web")
+    blocker, web = pod("blocker"), pod("web")
     create(engine, blocker, integer("b", blocker, 1))
     first = create(engine, web, integer("app-0", web, 1))
     release(engine, "app-0")
@@ -190,8 +181,9 @@ def test_a_stopped_container_that_is_re_created_under_the_same_pod_gets_its_cpus
 
 
 def test_with_full_physical_cores_a_half_core_reuse_is_refused_like_any_odd_request() -> None:
-    engine = CpusetEngine(TOPOLOGY, Settings(full_physical_cores=True))
-    web = guaranteed("web")
+    whole_cores = Settings(allocation=AllocationOptions(full_physical_cores=True))
+    engine = CpusetEngine(TOPOLOGY, whole_cores)
+    web = pod("web")
     plan = engine.plan_create(web, integer("init", web, 2))
     engine.commit(plan)
     assert plan.placement is not None

@@ -20,7 +20,8 @@ from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import Kind
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
 from cpuset_core.topology import Topology
-from tests.unit.core.topologies import DUAL_SOCKET, OFFLINE_ISO, container, cpus, pod
+from tests.builders.facts import container, pod
+from tests.unit.core.topologies import DUAL_SOCKET, OFFLINE_ISO, cpus
 
 DEFAULTS = Settings()
 

@@ -19,7 +19,8 @@ from cpuset_core.plan import Plan
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, plan_moves
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, Settings
-from tests.unit.core.topologies import DUAL_SOCKET, NO_SMT, container, cpus, pod
+from tests.builders.facts import container, pod
+from tests.unit.core.topologies import DUAL_SOCKET, NO_SMT, cpus
 
 KEY = DEFAULT_PIN_ANNOTATION
 ALL = DUAL_SOCKET.online

@@ -15,7 +15,8 @@ from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind
 from cpuset_core.ports import UpdateOutcome
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION
 from cpuset_core.transaction import apply_transaction, stage
-from tests.unit.core.topologies import DUAL_SOCKET, container, cpus, pod
+from tests.builders.facts import container, pod
+from tests.unit.core.topologies import DUAL_SOCKET, cpus
 
 
 def update(cid: str, previous: str, new: str, kind: Kind = Kind.SHARED) -> ContainerUpdate:

@@ -1,4 +1,4 @@
-"""Named machines for the core's unit tests, and small builders of pods and containers.
+"""Named machines for the core's unit tests (pods and containers: ``tests.builders.facts``).
 
 Every machine is an immutable ``Topology``, so module constants are safe to share between tests.
 Shapes come from ``cpuset_lab.machines`` (Linux numbering: a core's threads are ``n`` and
@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cpuset_core.cpuset import CPUSet
-from cpuset_core.model import ContainerFacts, PodFacts
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
@@ -100,34 +99,3 @@ ALLOCATOR_SHAPES: Mapping[str, Topology] = {
 }
 """The small family the allocator's property tests draw from."""
 
-
-# -- pods and containers -----------------------------------------------------------------------
-
-NAMESPACE = "ns"
-PERIOD = 100_000
-
-
-def pod(name: str, *, qos: str = "guaranteed", annotations: Mapping[str, str] | None = None,
-        cgroup_parent: str | None = None) -> PodFacts:
-    """A pod named ``name`` (sandbox ``sb-<name>``) of the given QoS ("guaranteed", "burstable",
-    "besteffort"), cgroupfs driver unless ``cgroup_parent`` is given."""
-    uid = f"uid-{name}"
-    if cgroup_parent is None:
-        cgroup_parent = (f"/kubepods/pod{uid}" if qos == "guaranteed"
-                         else f"/kubepods/{qos}/pod{uid}")
-    return PodFacts(sandbox_id=f"sb-{name}", namespace=NAMESPACE, name=name, uid=uid,
-                    annotations=dict(annotations or {}), cgroup_parent=cgroup_parent)
-
-
-def container(cid: str, of: PodFacts, *, cpu_limit: float | None = None, name: str = "main",
-              cpus_now: str = "", mems_now: str = "") -> ContainerFacts:
-    """A container of pod ``of``; ``cpu_limit`` in CPUs (1.5 = 1500m) sets quota and period."""
-    quota = None if cpu_limit is None else round(cpu_limit * PERIOD)
-    period = None if cpu_limit is None else PERIOD
-    return ContainerFacts(id=cid, sandbox_id=of.sandbox_id, name=name, cpu_quota=quota,
-                          cpu_period=period, cpus=cpus_now, mems=mems_now)
-
-
-def subject(of: PodFacts, name: str = "main") -> str:
-    """The ``namespace/pod/container`` string errors must name."""
-    return f"{of.namespace}/{of.name}/{name}"

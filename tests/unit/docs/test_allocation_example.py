@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_core import AdmissionError, CpusetEngine, Settings, Spanning
+from cpuset_core import AdmissionError, AllocationOptions, CpusetEngine, Settings, Spanning
 from cpuset_lab.machines import EPYC_LIKE, build_topology
-from tests.unit.core.topologies import container, pod
+from tests.builders.facts import container, pod
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "allocation.md"
 COLUMNS = {
     "default": Settings(),
-    "`spanning = spread`": Settings(spanning=Spanning.SPREAD),
-    "`full_physical_cores`": Settings(full_physical_cores=True),
+    "`numa_spanning = spread`":
+        Settings(allocation=AllocationOptions(numa_spanning=Spanning.SPREAD)),
+    "`full_physical_cores`": Settings(allocation=AllocationOptions(full_physical_cores=True)),
 }
 
 

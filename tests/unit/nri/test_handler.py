@@ -15,6 +15,7 @@ from cpuset_core import ContainerUpdate, CPUSet, CpusetEngine
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_service.placement import PlacementService
 from cpuset_service.pusher import UpdatePusher
+from tests.builders.nri import container, pod
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings, nodes 0-3,8-11 / rest
 
@@ -23,25 +24,6 @@ def make() -> tuple[CpusetNriHandler, PlacementService, UpdatePusher]:
     """The handler on a fresh service; the service, and its background pusher."""
     service = PlacementService(CpusetEngine(TOPOLOGY))
     return CpusetNriHandler(service), service, service.pusher
-
-
-def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> pb.PodSandbox:
-    parent = {"guaranteed": f"/kubepods/pod{name}",
-              "burstable": f"/kubepods/burstable/pod{name}"}[qos]
-    annotations = {"weka.io/cores-ids": pins} if pins is not None else {}
-    return pb.PodSandbox(id=f"sb-{name}", name=name, namespace="ns", uid=f"uid-{name}",
-                         annotations=annotations, linux=pb.LinuxPodSandbox(cgroup_parent=parent))
-
-
-def container(name: str, p: pb.PodSandbox, *, cpus: int | None = None,
-              cpuset: str = "") -> pb.Container:
-    cpu = pb.LinuxCPU(cpus=cpuset)
-    if cpus is not None:
-        cpu.quota.value = cpus * 100_000
-        cpu.period.value = 100_000
-        cpu.shares.value = cpus * 1024
-    return pb.Container(id=f"id-{name}-0123456789", pod_sandbox_id=p.id, name=name,
-                        linux=pb.LinuxContainer(resources=pb.LinuxResources(cpu=cpu)))
 
 
 def cpus_of(updates: Sequence[pb.ContainerUpdate]) -> dict[str, str]:

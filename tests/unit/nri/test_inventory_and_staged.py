@@ -153,30 +153,35 @@ def test_external_plugin_never_takes_an_inventory() -> None:
     assert daemon.inventory is None
 
 
-def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpus() -> None:
+def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """containerd calls NRI CreateContainer before the container enters its CRI store, so an
     inventory read right after can miss it (review finding #3)."""
-    from cpuset_cli.daemon.inventory import _with_undecided
+    from cpuset_cli.daemon import inventory as inventory_module
     from cpuset_core import ContainerFacts as Facts
     from cpuset_core import CpusetEngine, PodFacts
+    from cpuset_service.placement import PlacementService
 
-    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    service = PlacementService(CpusetEngine(build_topology(DUAL_SOCKET_HT)))
     db = PodFacts(sandbox_id="s-db", namespace="ns", name="db", cgroup_parent="/kubepods/poddb")
-    engine.commit(engine.plan_create(db, Facts(id="c-db", sandbox_id="s-db", name="pg",
-                                               cpu_quota=200_000, cpu_period=100_000)))
+    service.admit(db, Facts(id="c-db", sandbox_id="s-db", name="pg", cpu_quota=200_000,
+                            cpu_period=100_000))
     io = PodFacts(sandbox_id="s-io", namespace="ns", name="io",
                   annotations={"weka.io/cores-ids": "5"})
-    engine.commit(engine.plan_create(io, Facts(id="c-io", sandbox_id="s-io", name="io")))
-    held = engine.ledger.entries["c-db"].cpus
+    service.admit(io, Facts(id="c-io", sandbox_id="s-io", name="io"))
+    held = service.ledger.entries["c-db"].cpus
+    # The snapshot lists neither yet.
+    monkeypatch.setattr(inventory_module, "_read_inventory", lambda _socket: ([], []))
+    sent: list[object] = []
 
-    pods, containers = _with_undecided(engine, [], [])  # the snapshot lists neither yet
-    plan = engine.plan_synchronize(pods, containers)
-    engine.commit(plan)
-    assert engine.ledger.entries["c-db"].cpus == held
-    assert engine.ledger.pinned == CPUSet.parse("5")
-    assert plan.problems == ()
+    async def send(updates: object) -> None:
+        sent.append(updates)
+
+    asyncio.run(inventory_module.CriInventory(service, send, "/nonexistent").take())
+    assert service.synchronized
+    assert service.ledger.entries["c-db"].cpus == held
+    assert service.ledger.pinned == CPUSet.parse("5")
     later = PodFacts(sandbox_id="s-z", namespace="ns", name="z", cgroup_parent="/kubepods/podz")
-    z = engine.plan_create(later, Facts(id="c-z", sandbox_id="s-z", name="z",
-                                        cpu_quota=200_000, cpu_period=100_000))
-    assert z.placement is not None
+    z = service.admit(later, Facts(id="c-z", sandbox_id="s-z", name="z", cpu_quota=200_000,
+                                   cpu_period=100_000))
     assert z.placement.cpus.isdisjoint(held)

@@ -26,7 +26,8 @@ from cpuset_service.observer import (
 )
 from cpuset_service.placement import PlacementService
 from cpuset_service.staged import apply_staged
-from tests.unit.nri.test_handler import TOPOLOGY, container, pod
+from tests.builders.nri import container, pod
+from tests.unit.nri.test_handler import TOPOLOGY
 
 
 @dataclass

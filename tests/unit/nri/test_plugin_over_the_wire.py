@@ -16,8 +16,8 @@ from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_cli.daemon.plugin import Daemon
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+from tests.builders.nri import container, pod
 from tests.support.nri_runtime import CallError, RuntimeDouble
-from tests.unit.nri.test_handler import container, pod
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)
 

@@ -27,6 +27,7 @@ from cpuset_adapters.nri.session import (
     UpdateContainersError,
     subscription_mask,
 )
+from tests.builders.nri import container, pod
 from tests.support.nri_runtime import CallError, PluginGone, RuntimeDouble
 
 DEFAULT_EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER,
@@ -40,12 +41,8 @@ def run(coro: Coroutine[Any, Any, None], timeout: float = 5.0) -> None:
     asyncio.run(bounded())
 
 
-def pod(pid: str = "pod-1") -> pb.PodSandbox:
-    return pb.PodSandbox(id=pid, name=pid, namespace="default", uid=f"uid-{pid}")
-
-
-def container(cid: str, pid: str = "pod-1") -> pb.Container:
-    return pb.Container(id=cid, pod_sandbox_id=pid, name=cid)
+WEB = pod("web")
+"""The pod of every container these tests create (id ``sb-web``)."""
 
 
 def update(cid: str, cpus: str) -> pb.ContainerUpdate:
@@ -196,7 +193,7 @@ def test_the_mask_is_exactly_the_handlers_events(tmp_path: Path) -> None:
         # CREATE 4 -> bit 3, UPDATE 8 -> bit 7, STOP 10 -> bit 9, REMOVE 11 -> bit 10
         assert conn.events == 0x8 | 0x80 | 0x200 | 0x400
         # not subscribed: the runtime never calls StartContainer
-        await rt.lifecycle_event(Event.START_CONTAINER, pod(), container("c"))
+        await rt.lifecycle_event(Event.START_CONTAINER, WEB, container("c", WEB))
         assert "start" not in handler.names()
 
     scenario(tmp_path, body)
@@ -241,7 +238,7 @@ def test_on_configure_refusing_drops_the_connection(tmp_path: Path) -> None:
 
 def test_chunked_synchronize_reaches_the_handler_once_with_everything(tmp_path: Path) -> None:
     pods = [pod(f"p{i}") for i in range(10)]
-    containers = [container(f"c{i}", f"p{i}") for i in range(10)]
+    containers = [container(f"c{i}", p) for i, p in enumerate(pods)]
     handler = RecordingHandler()
     handler.sync_updates = [update("c1", "4-5")]
 
@@ -292,14 +289,14 @@ def test_create_container_returns_the_adjustment_and_updates(tmp_path: Path) -> 
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         await rt.wait_ready()
-        resp = await rt.create_container(pod(), container("new"))
+        resp = await rt.create_container(WEB, container("new", WEB))
         assert resp is not None
         assert resp.adjust.linux.resources.cpu.cpus == "2-3"
         assert resp.adjust.linux.resources.cpu.mems == "0"
         assert [u.container_id for u in resp.update] == ["older"]
 
     scenario(tmp_path, body, handler=handler)
-    assert ("create", "pod-1", "new") in handler.calls
+    assert ("create", "sb-web", "id-new-0123456789") in handler.calls
 
 
 def test_a_handler_error_fails_the_creation_and_the_session_goes_on(tmp_path: Path) -> None:
@@ -309,15 +306,15 @@ def test_a_handler_error_fails_the_creation_and_the_session_goes_on(tmp_path: Pa
         await rt.wait_ready()
         handler.fail["create"] = HandlerError("not enough CPUs for default/web/app")
         with pytest.raises(CallError) as caught:
-            await rt.create_container(pod(), container("a"))
+            await rt.create_container(WEB, container("a", WEB))
         assert (caught.value.code, caught.value.message) == (
             2, "not enough CPUs for default/web/app")
         handler.fail["create"] = ZeroDivisionError("bug")
         with pytest.raises(CallError) as caught:
-            await rt.create_container(pod(), container("b"))
+            await rt.create_container(WEB, container("b", WEB))
         assert caught.value.code == 13
         del handler.fail["create"]
-        assert await rt.create_container(pod(), container("c")) is not None
+        assert await rt.create_container(WEB, container("c", WEB)) is not None
         assert len(rt.connections) == 1
 
     scenario(tmp_path, body, handler=handler)
@@ -329,16 +326,16 @@ def test_update_container_passes_the_requested_resources(tmp_path: Path) -> None
         resources = pb.LinuxResources()
         resources.cpu.cpus = "0-7"
         resources.cpu.quota.SetInParent()  # a wrapper holding 0, as containerd sends it
-        resp = await rt.update_container(pod(), container("a"), resources)
+        resp = await rt.update_container(WEB, container("a", WEB), resources)
         assert resp is not None
         assert [(u.container_id, u.linux.resources.cpu.cpus) for u in resp.update] == [
-            ("a", "2-3")]
+            ("id-a-0123456789", "2-3")]
         handler.fail["update"] = HandlerError("no")
         with pytest.raises(CallError, match="no"):
-            await rt.update_container(pod(), container("a"), resources)
+            await rt.update_container(WEB, container("a", WEB), resources)
 
     handler = scenario(tmp_path, body)
-    assert ("update", "a", "0-7") in handler.calls
+    assert ("update", "id-a-0123456789", "0-7") in handler.calls
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
@@ -346,22 +343,23 @@ def test_stop_and_remove_are_delivered_and_always_answered_ok(tmp_path: Path,
                                                               version: str) -> None:
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         conn = await rt.wait_ready()
-        resp = await rt.stop_container(pod(), container("a"))
+        resp = await rt.stop_container(WEB, container("a", WEB))
         assert resp is not None
         assert [u.container_id for u in resp.update] == ["other"]
-        await rt.remove_container(pod(), container("a"))
+        await rt.remove_container(WEB, container("a", WEB))
         handler.fail["stop"] = HandlerError("boom")
         handler.fail["remove"] = RuntimeError("bug")
-        resp = await rt.stop_container(pod(), container("b"))  # no CallError: answered OK
+        resp = await rt.stop_container(WEB, container("b", WEB))  # no CallError: answered OK
         assert resp is not None
         assert list(resp.update) == []
-        await rt.remove_container(pod(), container("b"))
+        await rt.remove_container(WEB, container("b", WEB))
         # v0.12 used RemoveContainer itself; it never had to fall back to StateChange
         assert not conn.fell_back_to_state_change
 
     handler = scenario(tmp_path, body, version=version)
     assert [c for c in handler.calls if c[0] in ("stop", "remove")] == [
-        ("stop", "a"), ("remove", "a"), ("stop", "b"), ("remove", "b")]
+        ("stop", "id-a-0123456789"), ("remove", "id-a-0123456789"),
+        ("stop", "id-b-0123456789"), ("remove", "id-b-0123456789")]
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
@@ -371,9 +369,9 @@ def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, vers
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         conn = await rt.wait_ready()
-        await rt.lifecycle_event(Event.RUN_POD_SANDBOX, pod())
-        await rt.lifecycle_event(Event.START_CONTAINER, pod(), container("a"))
-        await rt.lifecycle_event(Event.POST_START_CONTAINER, pod(), container("a"))
+        await rt.lifecycle_event(Event.RUN_POD_SANDBOX, WEB)
+        await rt.lifecycle_event(Event.START_CONTAINER, WEB, container("a", WEB))
+        await rt.lifecycle_event(Event.POST_START_CONTAINER, WEB, container("a", WEB))
         assert not conn.fell_back_to_state_change
 
     handler = scenario(tmp_path, body, handler=RecordingHandler(events), version=version)
@@ -392,11 +390,11 @@ def test_pod_sandbox_stop_and_removal_reach_the_handler_and_errors_are_answered_
         await rt.lifecycle_event(Event.STOP_POD_SANDBOX, pod("p"))
         await rt.lifecycle_event(Event.REMOVE_POD_SANDBOX, pod("p"))
         assert not conn.fell_back_to_state_change
-        assert await rt.create_container(pod(), container("x")) is not None  # still served
+        assert await rt.create_container(WEB, container("x", WEB)) is not None  # still served
 
     scenario(tmp_path, body, handler=handler, version=version)
     assert [c for c in handler.calls if c[0].startswith("pod-")] == [
-        ("pod-stopped", "p"), ("pod-removed", "p")]
+        ("pod-stopped", "sb-p"), ("pod-removed", "sb-p")]
 
 
 def test_unknown_methods_and_services_get_unimplemented(tmp_path: Path) -> None:
@@ -409,7 +407,7 @@ def test_unknown_methods_and_services_get_unimplemented(tmp_path: Path) -> None:
         # a garbage payload for a known method is an invalid argument, not a dead session
         resp = await rt.call_plugin("CreateContainer", b"\x0a\x05ab")
         assert resp.status.code == 3
-        assert await rt.create_container(pod(), container("x")) is not None
+        assert await rt.create_container(WEB, container("x", WEB)) is not None
 
     scenario(tmp_path, body)
 
@@ -417,7 +415,7 @@ def test_unknown_methods_and_services_get_unimplemented(tmp_path: Path) -> None:
 def test_trace_metadata_from_the_runtime_is_ignored(tmp_path: Path) -> None:
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         await rt.wait_ready()
-        assert await rt.create_container(pod(), container("x")) is not None
+        assert await rt.create_container(WEB, container("x", WEB)) is not None
 
     scenario(tmp_path, body, metadata=[("traceparent", "00-0af7651916cd43dd-b7ad6b71-01")])
 
@@ -428,7 +426,7 @@ def test_a_big_reply_is_framed_so_the_go_reader_accepts_it(tmp_path: Path) -> No
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         conn = await rt.wait_ready()
-        resp = await rt.create_container(pod(), container("new"))
+        resp = await rt.create_container(WEB, container("new", WEB))
         assert resp is not None
         assert len(resp.update) == 2000
         assert (1, 4096) in conn.frames_in  # the first frame of the big reply
@@ -442,7 +440,7 @@ def test_slow_handlers_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixtu
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         await rt.wait_ready()
-        await rt.create_container(pod(), container("x"))
+        await rt.create_container(WEB, container("x", WEB))
 
     with caplog.at_level(logging.WARNING, logger="nri_cpuset.nri"):
         scenario(tmp_path, body, handler=handler, request_timeout=1.0)
@@ -491,7 +489,7 @@ def test_events_are_served_while_our_own_update_call_waits_for_the_runtime(
             pending = asyncio.create_task(session.update_containers([update("a", "1")]))
             await asyncio.sleep(0.05)
             assert not pending.done()
-            request = pb.CreateContainerRequest(pod=pod(), container=container("b"))
+            request = pb.CreateContainerRequest(pod=WEB, container=container("b", WEB))
             reply = await conn.call("CreateContainer", request.SerializeToString())
             assert reply.status.code == 0
         await pending
@@ -519,7 +517,7 @@ def test_a_disconnect_calls_on_disconnect_and_the_plugin_registers_again(tmp_pat
         second = await rt.wait_ready(count=2)
         assert (second.name, second.index) == ("cpuset", "50")
         assert handler.disconnects == 1
-        assert await rt.create_container(pod(), container("x")) is not None
+        assert await rt.create_container(WEB, container("x", WEB)) is not None
         await session.update_containers([update("x", "1")])
 
     handler = scenario(tmp_path, body)
@@ -616,7 +614,7 @@ def test_a_preinstalled_plugin_runs_on_the_inherited_socket_and_exits_with_it(
             task = asyncio.create_task(session.run_forever(InheritedSocket(fd)))
             conn = await rt.wait_ready()
             assert (conn.sync_chunks > 0) == synced
-            assert await rt.create_container(pod(), container("x")) is not None
+            assert await rt.create_container(WEB, container("x", WEB)) is not None
             await rt.disconnect()
             await asyncio.wait_for(task, 2.0)  # returns: no reconnect for a launched plugin
             assert len(rt.connections) == 1
@@ -657,7 +655,7 @@ def test_a_plugin_gone_is_reported_by_the_double(tmp_path: Path) -> None:
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         await rt.wait_ready()
         with pytest.raises(PluginGone, match="timed out"):
-            await rt.create_container(pod(), container("slow"))
+            await rt.create_container(WEB, container("slow", WEB))
         await rt.wait_ready(count=2)  # the plugin reconnects after being dropped
 
     scenario(tmp_path, body, handler=handler, request_timeout=0.1)
@@ -679,7 +677,7 @@ def test_the_double_rejects_framing_the_go_reader_cannot_read(
         async with RuntimeDouble(path) as rt, plugin(handler, SocketPath(str(path))):
             await rt.wait_ready()
             with pytest.raises(PluginGone):
-                await rt.create_container(pod(), container("new"))
+                await rt.create_container(WEB, container("new", WEB))
             [violation] = rt.violations
             assert violation.endswith("read into a 4096-byte buffer: cannot allocate memory")
     run(main())

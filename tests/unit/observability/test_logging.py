@@ -18,7 +18,8 @@ from cpuset_adapters.observability.logging import configure_logging
 from cpuset_core import ContainerUpdate, CpusetEngine
 from cpuset_service.events import FIELDS
 from cpuset_service.placement import PlacementService
-from tests.unit.nri.test_handler import TOPOLOGY, container, pod
+from tests.builders.nri import container, pod
+from tests.unit.nri.test_handler import TOPOLOGY
 
 
 @pytest.fixture(autouse=True)

@@ -16,13 +16,16 @@ report) or its process's (``/proc/<pid>/cgroup``). Paths in the systemd driver's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from cpuset_adapters import default_paths
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.verify import Observed
 
-CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+CGROUP_ROOT: Final = Path(default_paths.CGROUP_ROOT)
 PROC_ROOT: Final = Path("/proc")
 
 
@@ -113,3 +116,38 @@ def container_cpuset(cgroups_path: str, *, root: Path = CGROUP_ROOT) -> CgroupCp
 def process_cpuset(pid: int, *, proc: Path = PROC_ROOT, root: Path = CGROUP_ROOT) -> CgroupCpuset:
     """The cpuset of the cgroup ``pid`` is in."""
     return container_cpuset(process_cgroup(pid, proc=proc, root=root), root=root)
+
+
+class CgroupReader:
+    """Reads what the kernel enforces on containers, by cgroup path, under ``root`` (the
+    host's ``/sys/fs/cgroup``, or where a DaemonSet mounts it). The layout (v1 or v2) is
+    told once, at the first read."""
+
+    def __init__(self, root: str | Path = CGROUP_ROOT) -> None:
+        self.root = Path(root)
+        self._version: int | None = None
+
+    def observe(self, cgroups_path: str) -> Observed:
+        """The container's cpuset: the configured CPUs and memory nodes, or what the kernel
+        applies where they are left to inherit (empty). An unknown path or an unreadable
+        cgroup is an observation of its own (``cpus is None``), never an exception."""
+        if not cgroups_path:
+            return Observed(cpus=None, problem="the runtime gave no cgroup path")
+        if self._version is None:
+            self._version = cgroup_version(self.root)
+        relative = expand_systemd_path(cgroups_path).lstrip("/")
+        directory = (self.root / relative if self._version == 2
+                     else self.root / "cpuset" / relative)
+        try:
+            found = read_cpuset(directory, root=self.root)
+        except FileNotFoundError:
+            return Observed(cpus=None, problem=f"no cgroup at {directory}")
+        except (OSError, ValueError) as exc:
+            return Observed(cpus=None, problem=f"{directory}: {exc}")
+        return Observed(cpus=found.cpus or found.effective_cpus,
+                        mems=found.mems or found.effective_mems)
+
+    def observe_all(self, paths: Mapping[str, str]) -> dict[str, Observed]:
+        """:meth:`observe` for every container id → cgroup path (file reads: call it off the
+        event loop)."""
+        return {cid: self.observe(path) for cid, path in paths.items()}

@@ -44,7 +44,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  cri_socket: str | None = None, status_socket: str | None = None,
                  settings: Settings | None = None, listen: str | None = None,
                  request_timeout: float = 2.0, config: LiveConfig | None = None,
-                 hotplug_interval: float = 2.0) -> Daemon:
+                 hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
+                 verify_period: float = 5.0) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -58,14 +59,19 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     With ``config`` (``nri-cpuset run``), the sockets and settings come from
     ``config.current`` instead of the keyword arguments, and the daemon reloads it.
     A sysfs topology source is watched for CPUs going on- or offline every
-    ``hotplug_interval`` seconds (0 disables it); any other source is fixed.
+    ``hotplug_interval`` seconds (0 disables it); any other source is fixed. The verifier reads
+    containers' cgroups under ``cgroup_root`` every ``verify_period`` seconds and after each
+    burst (0 disables it).
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
+    from cpuset_adapters.cgroupfs import CgroupReader  # noqa: PLC0415
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
     from cpuset_cli.daemon.plugin import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
+    from cpuset_cli.daemon.verify_loop import VerifierLoop  # noqa: PLC0415
     from cpuset_service.placement import PlacementService  # noqa: PLC0415
+    from cpuset_service.verifier import Verifier  # noqa: PLC0415
 
     if config is not None:
         from cpuset_adapters.config import to_settings  # noqa: PLC0415
@@ -74,11 +80,15 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         socket_path, cri_socket = runtime.nri_socket, runtime.cri_socket
         status_socket, settings = runtime.status_socket or None, to_settings(config.current)
         listen = config.current.observability.listen
+        cgroup_root, verify_period = runtime.cgroup_root, runtime.verify_period
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     # With a configuration, the engine runs on the topology it was checked against (read
     # once at start); the source is still what the hotplug watcher re-reads.
-    engine = (CpusetEngine(config.topology, settings) if config is not None
-              else build_engine(topology_source, settings))
+    # Released CPUs wait for the verifier's confirmation before another exclusive owner gets
+    # them (a dropped update would otherwise leave two): only when there is a verifier.
+    engine = CpusetEngine(config.topology if config is not None
+                          else topology_source.read_topology(), settings,
+                          confirm_releases=verify_period > 0)
     metrics = PluginMetrics(request_timeout)
     service = PlacementService(engine, observer=metrics)
     if config is not None:
@@ -88,9 +98,13 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         watcher = OnlineCpuWatcher(
             topology_source.root / "devices" / "system" / "cpu" / "online", topology_source,
             interval=hotplug_interval)
+    verifier = None
+    if verify_period > 0:
+        verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
+                                period=verify_period)
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
-                  config=config, watcher=watcher)
+                  config=config, watcher=watcher, verifier=verifier)
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

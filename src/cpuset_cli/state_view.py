@@ -45,6 +45,9 @@ class StateView:
     """CPU → the integer container that owns it."""
     drift: list[str] = field(default_factory=list)
     """Containers whose last known cpuset differs from the ledger."""
+    kernel_drift: dict[str, str] = field(default_factory=dict)
+    """Containers the verifier's last pass found off their placement in the kernel's cgroup
+    files: container id → what differs and how often its placement was re-sent."""
     pending_updates: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
@@ -56,7 +59,8 @@ class StateView:
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
           known: dict[str, str], pending: frozenset[str],
           history: dict[str, list[str]] | None = None,
-          stats: dict[str, int] | None = None) -> StateView:
+          stats: dict[str, int] | None = None,
+          kernel_drift: dict[str, str] | None = None) -> StateView:
     """Return the view; ``known`` maps container ids to the cpuset the plugin last set or
     learned for them, ``history`` to what happened to them."""
     ledger = engine.ledger
@@ -78,7 +82,8 @@ def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
         online=engine.topology.online.format(), shared_pool=pool.format(), containers=containers,
         pinned={str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         exclusive={str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
-        drift=drift, pending_updates=sorted(pending), stats=dict(stats or {}))
+        drift=drift, kernel_drift=dict(sorted((kernel_drift or {}).items())),
+        pending_updates=sorted(pending), stats=dict(stats or {}))
 
 
 _converter = cattrs.Converter()

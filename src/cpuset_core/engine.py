@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from cpuset_core.classify import classify
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.draining import Draining
 from cpuset_core.errors import (
     InsufficientCpusForReassignmentError,
     SharedPoolBelowMinimumError,
@@ -42,12 +43,18 @@ class CpusetEngine:
     """Decides every container's cpuset on one machine. Not thread-safe: one caller at a time
     (the runtime delivers events one by one)."""
 
-    def __init__(self, topology: Topology, settings: Settings | None = None) -> None:
+    def __init__(self, topology: Topology, settings: Settings | None = None, *,
+                 confirm_releases: bool = False) -> None:
+        """``confirm_releases``: CPUs a running container gives up (a move, a shrink, a
+        correction) are not given to another exclusive owner until :meth:`confirm` says the
+        kernel shows them left (see ``draining``); without it they are free at once."""
         self._topology = topology
         self._settings = settings if settings is not None else Settings()
         self._allocator = ExclusiveAllocator(topology)
         self._ledger = Ledger()
         self._left_behind = LeftBehind()
+        self._confirm_releases = confirm_releases
+        self._draining = Draining()
 
     @property
     def topology(self) -> Topology:
@@ -92,6 +99,8 @@ class CpusetEngine:
         if plan.base is not self._ledger:
             raise StalePlanError("the ledger changed after this plan was made; plan again")
         self._left_behind = self._left_behind.after(plan.base, plan.result)
+        if self._confirm_releases:
+            self._draining = self._draining.after(plan.base, plan.result)
         if plan.topology is not None:  # CPUs went on- or offline: decide on the new machine
             self._topology, self._allocator = plan.topology, ExclusiveAllocator(plan.topology)
         self._ledger = plan.result
@@ -195,6 +204,21 @@ class CpusetEngine:
         next integer container prefers them; see ``reuse``)."""
         return self._left_behind.of(sandbox_id)
 
+    @property
+    def confirms_releases(self) -> bool:
+        return self._confirm_releases
+
+    @property
+    def draining(self) -> CPUSet:
+        """CPUs running containers gave up and may still run on, kept from exclusive use until
+        confirmed (always empty without ``confirm_releases``)."""
+        return self._draining.cpus()
+
+    def confirm(self, container_id: str, running_on: CPUSet) -> None:
+        """Someone read the container's cgroup: it runs on ``running_on``, so the CPUs it gave
+        up outside that set are free for exclusive use again."""
+        self._draining = self._draining.confirmed(container_id, running_on)
+
     def forget_pod(self, sandbox_id: str) -> None:
         """The pod is gone: drop what its completed containers left behind."""
         self._left_behind = self._left_behind.without_pod(sandbox_id)
@@ -207,7 +231,7 @@ class CpusetEngine:
             raise pinned.problems[0]
         entry = pinned.entry
         assert entry is not None  # no problem: every pinned CPU is online
-        free = exclusive_free(self._topology, working.reserved, self._settings)
+        free = self._free(working)
         try:
             moves = plan_moves(self._topology, self._allocator, working, entry.cpus, free,
                                options=self._settings.allocation)
@@ -224,7 +248,7 @@ class CpusetEngine:
                             reason, moves=updates)
 
     def _plan_integer(self, working: Ledger, item: Live) -> Plan:
-        free = exclusive_free(self._topology, working.reserved, self._settings)
+        free = self._free(working)
         request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
         # container lands where its init container warmed caches and memory (reuse.py).
@@ -240,10 +264,16 @@ class CpusetEngine:
 
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self._ledger.without(item.facts.id)
-        free = exclusive_free(self._topology, working.reserved, self._settings)
+        free = self._free(working, but=item.facts.id)
         cpus, how = resize_exclusive(self._topology, self._allocator, self._settings.allocation,
                                      item, current, free=free, exclusive=working.exclusive)
         return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
+
+    def _free(self, working: Ledger, *, but: str | None = None) -> CPUSet:
+        """CPUs an exclusive choice may take: free in ``working``, none draining (``but`` that
+        container's own, which it may take back)."""
+        return (exclusive_free(self._topology, working.reserved, self._settings)
+                - self._draining.cpus(but=but))
 
     def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
         return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,

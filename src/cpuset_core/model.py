@@ -60,6 +60,10 @@ class ContainerFacts:
     """The container's current ``cpuset.cpus`` as the runtime stores it ("" when unset)."""
     mems: str = ""
     """The container's current ``cpuset.mems`` ("" when unset)."""
+    cgroups_path: str = ""
+    """Where its cgroup is, as the runtime gives it (OCI ``linux.cgroupsPath``: a path, or the
+    systemd driver's ``slice:prefix:name``); "" when unknown. Lets an adapter read what the
+    kernel enforces (:mod:`cpuset_core.verify`); decisions never depend on it."""
 
 
 def parse_reported(text: str) -> CPUSet | None:

@@ -9,9 +9,12 @@ block; it may be read from other threads (metrics scrapes, health probes).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from cpuset_core import Kind
+
+if TYPE_CHECKING:
+    from cpuset_service.verification import Verdict
 
 HookResult = Literal["ok", "error"]
 AdmissionResult = Literal["admitted", "rejected"]
@@ -56,6 +59,10 @@ class Observer(Protocol):
         updates, ``unrepaired`` could not be."""
         ...
 
+    def verified(self, verdict: Verdict) -> None:
+        """A verifier pass compared the kernel with the ledger."""
+        ...
+
 
 class _NoObserver:
     """Observes nothing: the default, so tests and the dry run need no telemetry."""
@@ -76,6 +83,9 @@ class _NoObserver:
         pass
 
     def drift(self, repaired: int, unrepaired: int) -> None:
+        pass
+
+    def verified(self, verdict: Verdict) -> None:
         pass
 
 
@@ -104,3 +114,7 @@ class FanOut:
     def drift(self, repaired: int, unrepaired: int) -> None:
         for observer in self._observers:
             observer.drift(repaired, unrepaired)
+
+    def verified(self, verdict: Verdict) -> None:
+        for observer in self._observers:
+            observer.verified(verdict)

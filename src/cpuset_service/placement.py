@@ -57,6 +57,8 @@ class PlacementService:
         self.synchronized = False
         """Whether the state was rebuilt from the runtime on this connection."""
         self._history = History()
+        self._cgroups: dict[str, str] = {}
+        """Each container's cgroup path, as the runtime gave it (for the verifier)."""
         self._moved_by = MovedBy()
 
     # -- what is decided -------------------------------------------------------------------------
@@ -72,6 +74,12 @@ class PlacementService:
 
     def placement(self, container_id: str) -> Placement | None:
         return self._engine.placement(container_id)
+
+    def cgroup_paths(self) -> dict[str, str]:
+        """Container id → cgroup path, for the containers the ledger holds whose runtime
+        said where their cgroup is."""
+        entries = self._engine.ledger.entries
+        return {cid: path for cid, path in self._cgroups.items() if cid in entries}
 
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
@@ -94,7 +102,8 @@ class PlacementService:
         may change settings a running engine keeps); return whether it was replaced."""
         if self.decided:
             return False
-        self._engine = CpusetEngine(self._engine.topology, settings)
+        self._engine = CpusetEngine(self._engine.topology, settings,
+                                    confirm_releases=self._engine.confirms_releases)
         return True
 
     # -- creation and resize ---------------------------------------------------------------------
@@ -112,6 +121,7 @@ class PlacementService:
                      reason=error.reason, detail=error.detail)
             raise
         self._engine.commit(plan)
+        self._remember_cgroup(container)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
@@ -222,6 +232,8 @@ class PlacementService:
         plan = self._engine.plan_synchronize(pods, containers, keep_unlisted=keep_unlisted)
         self._engine.commit(plan)
         self.synchronized = True
+        for container in containers:
+            self._remember_cgroup(container)
         self._history.keep_only(plan.result.entries)
         for cid, entry in plan.result.entries.items():
             if cid not in self._history:
@@ -292,10 +304,15 @@ class PlacementService:
                      shared_pool=str(plan.shared_pool), updates=len(plan.updates))
         return plan
 
+    def _remember_cgroup(self, container: ContainerFacts) -> None:
+        if container.cgroups_path:
+            self._cgroups[container.id] = container.cgroups_path
+
     def _forget(self, container_id: str) -> None:
         """The container is gone: forget it, and re-send whatever its creation moved (a failed
         creation's moves may never have been applied)."""
         self._history.forget(container_id)
+        self._cgroups.pop(container_id, None)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)
         self.pusher.force(self._moved_by.take(container_id))

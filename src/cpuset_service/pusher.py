@@ -46,6 +46,8 @@ class UpdatePusher:
         self._sent: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         self._wake = asyncio.Event()
         self._max_backoff = max_backoff
+        self.sent = 0
+        """Batches sent (and applied) so far: a change tells the verifier a send landed."""
         self._generation = 0
         """Bumped by :meth:`reset`: results of a send started before it are discarded."""
         self._in_flight: dict[str, tuple[CPUSet, CPUSet | None]] = {}
@@ -147,6 +149,7 @@ class UpdatePusher:
             backoff = 0.1
             if generation != self._generation:
                 continue
+            self.sent += 1
             self._observer.update_batch("applied", [u.container_id for u in batch])
             self._settle(batch)
             _log.info("updates sent", extra={"count": len(batch),

@@ -13,6 +13,11 @@ from collections.abc import Iterable, Sequence
 
 from cpuset_core import Kind
 from cpuset_service.observer import AdmissionResult, BatchOutcome
+from cpuset_service.verification import Verdict
+
+VERIFY_KEYS = ("verify_passes", "verify_drift_found", "verify_drift_repaired",
+               "verify_drift_unrepairable", "verify_drifting")
+"""The verifier's counters, as ``inspect`` shows them (``verify_drifting``: at the last pass)."""
 
 
 class Statistics:
@@ -27,6 +32,7 @@ class Statistics:
         self._failures = 0
         self._drift_repaired = 0
         self._drift_unrepaired = 0
+        self._verified: Counter[str] = Counter()
 
     # -- Observer --
 
@@ -50,6 +56,14 @@ class Statistics:
         with self._lock:
             self._drift_repaired += repaired
             self._drift_unrepaired += unrepaired
+
+    def verified(self, verdict: Verdict) -> None:
+        with self._lock:
+            self._verified["verify_passes"] += 1
+            self._verified["verify_drift_found"] += len(verdict.found)
+            self._verified["verify_drift_repaired"] += len(verdict.repaired)
+            self._verified["verify_drift_unrepairable"] += len(verdict.unrepairable)
+            self._verified["verify_drifting"] = len(verdict.drifting)
 
     # -- the service's own --
 
@@ -80,4 +94,5 @@ class Statistics:
                     "max_updates_per_container": max(per_container.values(), default=0),
                     "update_failures": self._failures,
                     "drift_repaired": self._drift_repaired,
-                    "drift_unrepaired": self._drift_unrepaired}
+                    "drift_unrepaired": self._drift_unrepaired,
+                    **{key: self._verified[key] for key in VERIFY_KEYS}}

@@ -75,9 +75,13 @@ def _paths(config: Config) -> Iterator[Problem]:
         elif len(path.encode()) > MAX_UNIX_SOCKET_PATH:
             yield _bad(key, path, f"longer than the {MAX_UNIX_SOCKET_PATH} bytes a unix socket "
                                   "path may have")
-    if not runtime.kubelet_cpu_manager_state.startswith("/"):
-        yield _bad("runtime.kubelet_cpu_manager_state", runtime.kubelet_cpu_manager_state,
-                   "must be an absolute path")
+    for key, path in (("runtime.kubelet_cpu_manager_state", runtime.kubelet_cpu_manager_state),
+                      ("runtime.cgroup_root", runtime.cgroup_root)):
+        if not path.startswith("/"):
+            yield _bad(key, path, "must be an absolute path")
+    if runtime.verify_period < 0:
+        yield _bad("runtime.verify_period", runtime.verify_period,
+                   "must be >= 0 seconds (0 disables the verifier)")
 
 
 def _observability(config: Config) -> Iterator[Problem]:

@@ -54,6 +54,11 @@ class Runtime:
     """``""`` disables the status socket."""
     allow_static_cpu_manager: bool = False
     kubelet_cpu_manager_state: str = default_paths.KUBELET_CPU_MANAGER_STATE
+    cgroup_root: str = default_paths.CGROUP_ROOT
+    """Where the host's cgroup tree is (a DaemonSet mounts it elsewhere), for the verifier."""
+    verify_period: int = 5
+    """Seconds between the verifier's passes over every container's cgroup (besides the pass
+    shortly after each burst of events); 0 disables the verifier."""
 
 
 @attrs.frozen(kw_only=True)

@@ -36,7 +36,8 @@ def read_inventory(client: CriClient) -> tuple[list[PodFacts], list[ContainerFac
         if container.state not in _LIVE:
             continue
         try:
-            r = client.container_status(container.id).resources
+            state = client.container_status(container.id)
+            r = state.resources
         except CriError as exc:
             if exc.code_name == "NOT_FOUND":
                 continue
@@ -47,5 +48,6 @@ def read_inventory(client: CriClient) -> tuple[list[PodFacts], list[ContainerFac
             cpu_quota=(r.cpu_quota or None) if r else None,
             cpu_period=(r.cpu_period or None) if r else None,
             memory_limit=(r.memory_limit or None) if r else None,
-            cpus=r.cpuset_cpus if r else "", mems=r.cpuset_mems if r else ""))
+            cpus=r.cpuset_cpus if r else "", mems=r.cpuset_mems if r else "",
+            cgroups_path=state.cgroups_path or ""))
     return pods, containers

@@ -24,7 +24,7 @@ def container_facts(container: pb.Container) -> ContainerFacts:
         cpu_quota=cpu.quota.value if cpu.HasField("quota") else None,
         cpu_period=cpu.period.value if cpu.HasField("period") else None,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
-        cpus=cpu.cpus, mems=cpu.mems)
+        cpus=cpu.cpus, mems=cpu.mems, cgroups_path=container.linux.cgroups_path)
 
 
 def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:

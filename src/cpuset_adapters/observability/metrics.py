@@ -20,7 +20,9 @@ from prometheus_client.registry import Collector
 
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
 from cpuset_core import Kind
+from cpuset_core.verify import CAUSES
 from cpuset_service.observer import AdmissionResult, BatchOutcome, HookResult
+from cpuset_service.verification import Verdict
 
 _log = logging.getLogger("nri_cpuset.metrics")
 
@@ -90,6 +92,22 @@ class PluginMetrics:
             self._admissions.labels(kind.value, "admitted", "")
         for state in ("repaired", "unrepaired"):
             self._drift.labels(state)
+        self._verify_passes = Counter(
+            "nri_cpuset_verify_passes", "Verifier passes that compared every container's "
+            "cgroup with its placement.", registry=r)
+        self._verify_found = Counter(
+            "nri_cpuset_verify_drift_found", "Containers a verifier pass found off their "
+            "placement (once per episode), by cause: cpus, mems, unreadable.", ["cause"],
+            registry=r)
+        for cause in CAUSES:
+            self._verify_found.labels(cause)
+        self._verify_repaired = Counter(
+            "nri_cpuset_verify_drift_repaired", "Containers found off their placement that a "
+            "later pass saw repaired.", registry=r)
+        self._verify_unrepairable = Counter(
+            "nri_cpuset_verify_drift_unrepairable", "Containers still off their placement "
+            "after the verifier re-sent it at 5 passes (it keeps trying).", registry=r)
+        self._verify_drifting = 0
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -107,6 +125,10 @@ class PluginMetrics:
     def exposition(self) -> bytes:
         """The text format of every metric, for ``/metrics``."""
         return generate_latest(self.registry)
+
+    def drifting(self) -> int:
+        """Containers the last verifier pass found off their placement."""
+        return self._verify_drifting
 
     def stuck_hooks(self) -> list[tuple[InFlight, float]]:
         return self.hooks.stuck()
@@ -134,6 +156,14 @@ class PluginMetrics:
     def update_batch(self, outcome: BatchOutcome, container_ids: Sequence[str]) -> None:
         self._update_batches.labels(outcome).inc()
         self._live_updates.labels(outcome).inc(len(container_ids))
+
+    def verified(self, verdict: Verdict) -> None:
+        self._verify_passes.inc()
+        for cause, count in verdict.found_by_cause().items():
+            self._verify_found.labels(cause).inc(count)
+        self._verify_repaired.inc(len(verdict.repaired))
+        self._verify_unrepairable.inc(len(verdict.unrepairable))
+        self._verify_drifting = len(verdict.drifting)
 
     def drift(self, repaired: int, unrepaired: int) -> None:
         self._drift.labels("repaired").inc(repaired)
@@ -170,6 +200,8 @@ class _StateCollector(Collector):
         for kind in Kind:
             containers.add_metric([kind.value], sample.containers.get(kind, 0))
         yield containers
+        yield _gauge("nri_cpuset_verify_drifting_containers", "Containers the last verifier "
+                     "pass found off their placement.", self._metrics.drifting())
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -17,7 +17,8 @@ from cpuset_cli.commands.bad_input import fail
 def inspect(status_socket: str, output: str) -> None:
     """Show the running daemon's live state: every container with its kind, cpus and mems; the
     pinned CPUs with their reference counts and the exclusive CPUs with their owners; the shared
-    pool; and drift (containers whose last known cpuset differs from the ledger).
+    pool; drift (containers whose last known cpuset differs from the ledger); and the
+    containers the verifier found off their placement in the kernel's cgroup files.
 
     \b
     Example:
@@ -56,4 +57,7 @@ def _render(view: state_view.StateView) -> None:
                                                  for cpu, o in view.exclusive.items()))
     trailer.append(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
                    f"updates: {len(view.pending_updates)}")
+    subjects = {c.id: c.subject for c in view.containers}
+    trailer.extend(f"off its placement in the kernel: {subjects.get(cid, cid[:12])}: {what}"
+                   for cid, what in view.kernel_drift.items())
     click.echo(render.text(*lines, table, *trailer))

@@ -24,6 +24,7 @@ from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
+from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
     Topology,
     UpdateTransactionError,
@@ -52,6 +53,8 @@ class Daemon:
     """The running configuration (``config.current``), reloaded on SIGHUP and file change."""
     watcher: OnlineCpuWatcher | None = None
     """Polls the online CPU list (``None``: the topology is fixed, e.g. from a file)."""
+    verifier: VerifierLoop | None = None
+    """Confirms placements against the kernel (``None``: not verified)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
@@ -122,6 +125,8 @@ class Daemon:
                                       name="update-pusher")
         watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
                     if self.config is not None else None)
+        verifying = (None if self.verifier is None else
+                     asyncio.create_task(self.verifier.run(), name="verifier"))
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -132,7 +137,7 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, hotplug, self.inventory):
+            for task in (pushing, watching, verifying, hotplug, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -193,7 +198,10 @@ class Daemon:
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.service.synchronized, known=self.service.pusher.known(),
             pending=self.service.pusher.pending(), history=self.service.history(),
-            stats=self.service.statistics.snapshot()))
+            stats=self.service.statistics.snapshot(),
+            kernel_drift={m.container_id: f"{m.describe()} (re-sent {sends}×)"
+                          for m, sends in self.verifier.drifting()}
+            if self.verifier is not None else None))
 
     def reload(self) -> None:
         """SIGHUP: read the configuration file again (validated, then swapped)."""

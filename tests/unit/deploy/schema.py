@@ -33,6 +33,8 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "status_socket": "/run/nri-cpuset/status.sock",
         "allow_static_cpu_manager": False,
         "kubelet_cpu_manager_state": "/var/lib/kubelet/cpu_manager_state",
+        "cgroup_root": "/sys/fs/cgroup",
+        "verify_period": 5,
     },
     "observability": {"listen": "127.0.0.1:9477", "log_level": "info", "log_format": "json"},
 }

@@ -140,7 +140,7 @@ def test_labels_are_low_cardinality_and_never_name_a_pod() -> None:
     metrics.update_batch("applied", ["web-7f9c"])
     text = metrics.exposition().decode()
     assert "web-7f9c" not in text  # the decisions above named no pod, and neither may a label
-    allowed = {"hook", "result", "kind", "reason", "outcome", "state", "le"}
+    allowed = {"hook", "result", "kind", "reason", "outcome", "state", "cause", "le"}
     names = {name for (_, labels) in samples(metrics) for name, _ in labels}
     assert names <= allowed
     assert all(n.startswith("nri_cpuset_") for n, _ in samples(metrics))

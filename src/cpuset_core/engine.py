@@ -234,7 +234,8 @@ class CpusetEngine:
         free = self._free(working)
         try:
             moves = plan_moves(self._topology, self._allocator, working, entry.cpus, free,
-                               options=self._settings.allocation)
+                               options=self._settings.allocation,
+                               reuse_released=not self._confirm_releases)
         except NoRoomToMoveError as exc:
             raise InsufficientCpusForReassignmentError(
                 item.subject, exc.conflicting, exc.needed, exc.free,

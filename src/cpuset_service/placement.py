@@ -125,7 +125,7 @@ class PlacementService:
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
-        updates = response_order(plan)
+        updates = self._with_pending(response_order(plan), container.id)
         self._on_response(updates, moves=len(plan.moves))
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         self._history.restart(container.id, f"created: {placement.kind.value} "
@@ -167,7 +167,7 @@ class PlacementService:
                 "container": subject, "id": short_id(container.id),
                 "reason": "empty shared pool"})
             return None
-        updates = response_order(plan)
+        updates = self._with_pending(response_order(plan), container.id)
         self._on_response(updates)
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         self.statistics.response_updates([container.id], 0)  # its own, last in the answer
@@ -188,6 +188,7 @@ class PlacementService:
         plan = self._release(container_id, subject, "stop")
         moved = {r.container_id for r in reasserted}
         updates = [u for u in response_order(plan) if u.container_id not in moved]
+        updates = self._with_pending(updates, container_id, *moved)
         self._on_response(updates)
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *updates]
@@ -303,6 +304,14 @@ class PlacementService:
                      kind=released.kind, cpus=released.cpus, mems=released.mems, reason=why,
                      shared_pool=str(plan.shared_pool), updates=len(plan.updates))
         return plan
+
+    def _with_pending(self, updates: list[ContainerUpdate],
+                      *busy: str) -> list[ContainerUpdate]:
+        """``updates`` and, after them, whatever the background pusher has pending for other
+        containers: an answer is the one path to the runtime free of lock-order risk, so
+        repairs and releases ride on it whenever the runtime asks something."""
+        answered = {u.container_id for u in updates}
+        return [*updates, *self.pusher.take_for_answer({*busy, *answered}, answered=answered)]
 
     def _remember_cgroup(self, container: ContainerFacts) -> None:
         if container.cgroups_path:

@@ -25,6 +25,9 @@ Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
 
 _log = logging.getLogger("nri_cpuset.updates")
 
+QUIET_POLL = 0.05
+"""Seconds between looks at whether the runtime is quiet enough for a send."""
+
 
 class Placements(Protocol):
     """Where the committed ledger puts each container (the placement service)."""
@@ -94,9 +97,28 @@ class UpdatePusher:
 
     def take_batch(self) -> list[ContainerUpdate]:
         """Return the updates to send now and clear the dirty set (no-ops dropped)."""
+        batch = self._take(set())
+        for update in batch:
+            self._in_flight[update.container_id] = (update.cpus, update.mems)
+        return batch
+
+    def take_for_answer(self, exclude: set[str], *, answered: set[str]) -> list[ContainerUpdate]:
+        """Return what is pending for containers not in ``exclude`` (each container may appear
+        once in an answer), to ride on the answer the runtime is waiting for: it applies those
+        without the lock-order risk of a call of our own. They count as sent; so do the
+        ``answered`` containers, which the answer sets to their placement already."""
+        self._dirty -= answered
+        # One being sent in the background is left to that send (settled when it returns).
+        batch = self._take(exclude | self._in_flight.keys())
+        for update in batch:
+            self._sent[update.container_id] = (update.cpus, update.mems)
+        return batch
+
+    def _take(self, exclude: set[str]) -> list[ContainerUpdate]:
         batch: list[ContainerUpdate] = []
         entries = self._placements.ledger.entries
-        for cid in sorted(self._dirty):
+        for cid in sorted(self._dirty - exclude):
+            self._dirty.discard(cid)
             placement = self._placements.placement(cid)
             if placement is None:  # gone: nothing to pin
                 self._sent.pop(cid, None)
@@ -113,17 +135,19 @@ class UpdatePusher:
                 cpus=placement.cpus, previous_cpus=before[0], mems=placement.mems,
                 previous_mems=before[1] if before[1] is not None else placement.mems,
                 reason="background update"))
-            self._in_flight[cid] = target
-        self._dirty.clear()
         return batch
 
-    async def run(self, send: Sender) -> None:
+    async def run(self, send: Sender, *, quiet: Callable[[], bool] = lambda: True) -> None:
         """Send batches until cancelled; a failed batch is retried with exponential backoff
-        (everything this task sends is a release or a repair, so retrying is safe)."""
+        (everything this task sends is a release or a repair, so retrying is safe). A batch
+        waits until ``quiet()`` (no runtime call for a while); meanwhile what is pending may
+        ride on answers instead (:meth:`take_for_answer`)."""
         backoff = 0.1
         while True:
             await self._wake.wait()
             self._wake.clear()
+            while not quiet():
+                await asyncio.sleep(QUIET_POLL)
             batch = self.take_batch()
             if not batch:
                 continue

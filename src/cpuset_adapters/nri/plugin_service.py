@@ -132,6 +132,8 @@ class PluginService:
         }
         for method in _ACKNOWLEDGED:
             self._methods[method] = self._acknowledge
+        self.last_answer = 0.0
+        """``time.monotonic()`` when the last runtime call was answered (0: never)."""
 
     def handle(self, state: ConnectionState, request: RequestEnvelope) -> Reply:
         """The reply to one request; raises :class:`RpcError` for an undecodable request."""
@@ -147,6 +149,7 @@ class PluginService:
         try:
             reply = method(state, request.payload)
         finally:
+            self.last_answer = time.monotonic()
             ok = reply is not None and reply.code == StatusCode.OK
             self._observer.hook_finished(token, "ok" if ok else "error")
         return reply

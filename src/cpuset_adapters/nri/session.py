@@ -17,6 +17,7 @@ import asyncio
 import functools
 import logging
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -104,6 +105,20 @@ class _Connection:
     state: ConnectionState = field(default_factory=ConnectionState)
 
 
+def locks_are_safe(nri_version: str) -> bool:
+    """Whether UpdateContainers may overlap an event on this runtime. NRI before v0.12.1 (all of
+    containerd 1.7) holds its adaptation lock across UpdateContainers and takes it to deliver
+    events, while containerd holds its own NRI lock across both in the other order: a call that
+    overlaps the start of an event deadlocks the two until the connection dies (fact sheet
+    §6.3). ``nri_version`` is Configure's (``""`` before v0.12)."""
+    parts = nri_version.lstrip("v").split(".")
+    try:
+        version = tuple(int(p.split("-")[0]) for p in parts[:3])
+    except ValueError:
+        return False
+    return len(version) == 3 and version >= (0, 12, 1)
+
+
 class NriSession:
     """The NRI plugin ``index-name``, whose decisions come from ``handler``."""
 
@@ -170,9 +185,25 @@ class NriSession:
             ids = ", ".join(u.container_id for u in failed)
             raise UpdateContainersError(f"the runtime reported failed updates for {ids}")
 
-    async def apply_updates(self, updates: Sequence[ContainerUpdate]) -> None:
-        """:meth:`update_containers` for the core's updates (the service's sender)."""
-        await self.update_containers(translate.updates(updates))
+    def quiet_for(self) -> float:
+        """Seconds since the runtime's last call was answered."""
+        return time.monotonic() - self._service.last_answer
+
+    async def apply_updates(self, updates: Sequence[ContainerUpdate], *,
+                            timeout: float | None = None) -> None:
+        """:meth:`update_containers` for the core's updates (the service's sender). A call
+        still unanswered after ``timeout`` seconds drops the connection (the session then
+        reconnects and synchronizes anew) and raises ``TimeoutError``: on a runtime whose locks
+        deadlock (see :func:`locks_are_safe`) that is what frees it."""
+        try:
+            await self.update_containers(translate.updates(updates), timeout=timeout)
+        except TimeoutError:
+            conn = self._conn
+            if conn is not None:
+                _logger.error("UpdateContainers unanswered after %.1f s: dropping the "
+                              "connection so the runtime can go on", timeout or 0.0)
+                conn.mux.close("UpdateContainers unanswered")
+            raise
 
     async def serve(self, sock: socket.socket) -> SessionEnd:
         """Run one session over the connected ``sock`` (which it takes over and closes) until

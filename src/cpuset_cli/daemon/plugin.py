@@ -8,6 +8,7 @@ import contextlib
 import logging
 import signal
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cpuset_adapters import default_paths
@@ -16,7 +17,7 @@ from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
-from cpuset_adapters.nri.session import NriSession
+from cpuset_adapters.nri.session import NriSession, locks_are_safe
 from cpuset_adapters.observability import probes
 from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
@@ -26,6 +27,7 @@ from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
+    ContainerUpdate,
     Topology,
     UpdateTransactionError,
 )
@@ -35,6 +37,9 @@ from cpuset_service.staged import apply_staged
 _log = logging.getLogger("nri_cpuset.daemon")
 
 DEFAULT_CRI_SOCKET = default_paths.CRI_SOCKET
+QUIET = 2.0
+"""Seconds without a runtime call before the plugin calls UpdateContainers itself on a runtime
+whose locks can deadlock (``locks_are_safe``); until then pending updates ride on answers."""
 
 
 @dataclass
@@ -66,6 +71,24 @@ class Daemon:
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
         self.metrics.watch(self.sample)
+
+    def _locks_safe(self) -> bool:
+        info = self.handler.runtime
+        return info is not None and locks_are_safe(info.nri_version)
+
+    def _may_call(self) -> bool:
+        """Whether the pusher may call UpdateContainers now. On a runtime whose locks can
+        deadlock: only after a quiet spell, and never for a pre-installed plugin (dropping the
+        connection would end it for good), whose updates ride on answers only."""
+        if self._locks_safe():
+            return True
+        if isinstance(self.endpoint, InheritedSocket):
+            return False
+        return self.session.quiet_for() >= QUIET
+
+    async def _send(self, updates: Sequence[ContainerUpdate]) -> None:
+        timeout = None if self._locks_safe() else QUIET
+        await self.session.apply_updates(updates, timeout=timeout)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -121,7 +144,7 @@ class Daemon:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         status = await self._serve_status()
         http = self._serve_http()
-        pushing = asyncio.create_task(self.service.pusher.run(self.session.apply_updates),
+        pushing = asyncio.create_task(self.service.pusher.run(self._send, quiet=self._may_call),
                                       name="update-pusher")
         watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
                     if self.config is not None else None)

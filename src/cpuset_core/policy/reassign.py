@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerUpdate, Kind
 from cpuset_core.policy.exclusive import (
@@ -39,7 +39,8 @@ class NoRoomToMoveError(ValueError):
 
 def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger,
                pins: CPUSet, free: CPUSet, *,
-               options: AllocationOptions = DEFAULT_OPTIONS) -> tuple[Move, ...]:
+               options: AllocationOptions = DEFAULT_OPTIONS,
+               reuse_released: bool = True) -> tuple[Move, ...]:
     """Return new exclusive sets for every integer container holding a CPU in ``pins``.
 
     Each container either keeps its CPUs outside ``pins`` and gets replacements for the rest, or
@@ -48,8 +49,10 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     from ``free − pins`` and preferring its own NUMA node(s) so it stays near the memory it has
     touched. Containers are handled in order of their lowest CPU, so the result is
     deterministic. With ``options.full_physical_cores`` a container keeps only the cores the
-    pins leave whole and every replacement is a wholly free core. Raises
-    :class:`NoRoomToMoveError` when the replacements do not fit.
+    pins leave whole and every replacement is a wholly free core. With ``reuse_released``
+    false, CPUs one moved container leaves are not given to the next (its move may be dropped
+    and it would still run there). Raises :class:`NoRoomToMoveError` when the replacements do
+    not fit.
     """
     owners = sorted({ledger.int_owner[cpu] for cpu in pins & ledger.exclusive},
                     key=lambda cid: ledger.entries[cid].cpus.first())
@@ -84,7 +87,8 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
                                     len(usable(available)),
                                     detail=f"{entry.subject}: {detail}") from exc
         # Its unpinned CPUs that it did not keep are free again for the containers after it.
-        available = (available | (entry.cpus - pins)) - cpus
+        released = entry.cpus - pins if reuse_released else EMPTY
+        available = (available | released) - cpus
         exclusive = others | cpus
         moves.append(Move(entry, cpus))
     return tuple(moves)

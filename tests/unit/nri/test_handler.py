@@ -378,3 +378,13 @@ def test_a_send_in_flight_when_the_connection_drops_is_forgotten() -> None:
     asyncio.run(scenario())
     assert attempts == [1]  # not retried into the next connection
     assert pusher.pending() == frozenset()
+
+
+@pytest.mark.parametrize(("version", "safe"), [
+    ("", False), ("v0.6.1", False), ("v0.12.0", False), ("v0.12.1", True), ("0.13.0", True),
+    ("v1.0.0-rc.1", True), ("garbage", False)])
+def test_only_runtimes_with_nri_0_12_1_or_later_take_update_calls_during_events(
+        version: str, safe: bool) -> None:
+    from cpuset_adapters.nri.session import locks_are_safe
+
+    assert locks_are_safe(version) is safe

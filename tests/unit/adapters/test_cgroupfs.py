@@ -1,0 +1,45 @@
+"""Reading what the kernel enforces on a container from its cgroup path: cgroup v1 and v2, the
+cgroupfs and systemd drivers' paths, inherited (empty) cpusets, and cgroups that are gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cpuset_adapters.cgroupfs import CgroupReader
+from cpuset_core import CPUSet
+
+
+def write(directory: Path, files: dict[str, str]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text + "\n")
+
+
+def test_v1_reads_the_cpuset_hierarchy_under_the_cgroupfs_drivers_path(tmp_path: Path) -> None:
+    write(tmp_path / "cpuset/kubepods/burstable/podu/c1",
+          {"cpuset.cpus": "1-3", "cpuset.mems": "0", "cpuset.effective_cpus": "1-3",
+           "cpuset.effective_mems": "0"})
+    seen = CgroupReader(tmp_path).observe("/kubepods/burstable/podu/c1")
+    assert (seen.cpus, seen.mems, seen.problem) == (CPUSet.parse("1-3"), CPUSet([0]), "")
+
+
+def test_v2_takes_the_effective_set_where_the_cgroup_inherits(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu\n")
+    unit = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu.slice/" \
+           "cri-containerd-c1.scope"
+    write(tmp_path / unit, {"cpuset.cpus": "", "cpuset.mems": "",
+                            "cpuset.cpus.effective": "0-7", "cpuset.mems.effective": "0-1"})
+    seen = CgroupReader(tmp_path).observe("kubepods-burstable-podu.slice:cri-containerd:c1")
+    assert (seen.cpus, seen.mems) == (CPUSet.parse("0-7"), CPUSet([0, 1]))
+
+
+def test_a_vanished_or_unnamed_cgroup_is_an_observation_not_an_exception(tmp_path: Path) -> None:
+    reader = CgroupReader(tmp_path)
+    gone = reader.observe("/kubepods/pod-x/c9")
+    assert gone.cpus is None
+    assert gone.problem.startswith("no cgroup at ")
+    assert reader.observe("").problem == "the runtime gave no cgroup path"
+    write(tmp_path / "cpuset/bad", {"cpuset.cpus": "1-x", "cpuset.mems": "0",
+                                     "cpuset.effective_cpus": "1", "cpuset.effective_mems": "0"})
+    assert reader.observe("/bad").cpus is None
+    assert set(reader.observe_all({"a": "/bad", "b": ""})) == {"a", "b"}

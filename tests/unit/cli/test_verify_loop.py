@@ -1,0 +1,62 @@
+"""The daemon's verifier loop: a pass shortly after a burst of decisions settles, and
+periodically; none before the runtime synchronized; a failing read does not stop it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from cpuset_cli.daemon.verify_loop import VerifierLoop
+from cpuset_core import CpusetEngine
+from cpuset_core.verify import Observed
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_service.placement import PlacementService
+from cpuset_service.verifier import Verifier
+from tests.builders.facts import container, pod
+
+
+def loop_with(reads: list[Mapping[str, str]], *, period: float,
+              fail: bool = False) -> tuple[PlacementService, VerifierLoop]:
+    service = PlacementService(CpusetEngine(build_topology(DUAL_SOCKET_HT)))
+
+    def read(paths: Mapping[str, str]) -> dict[str, Observed]:
+        reads.append(dict(paths))
+        if fail:
+            raise OSError("cgroupfs went away")
+        return {}
+
+    return service, VerifierLoop(service, Verifier(service), read, period=period, settle=0.05)
+
+
+def test_a_burst_is_verified_once_it_settles_and_not_before_the_runtime_synchronized() -> None:
+    reads: list[Mapping[str, str]] = []
+    service, loop = loop_with(reads, period=3600)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(loop.run())
+        web = pod("web", qos="burstable")
+        service.admit(web, container("c-web", web))  # not synchronized yet: no pass
+        await asyncio.sleep(0.3)
+        assert reads == []
+        service.synchronize([web], [container("c-web", web)], source="synchronize")
+        while not reads:  # bounded by the wait_for below, not a timing check
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert len(reads) == 1
+
+
+def test_a_quiet_node_is_verified_every_period_and_a_failing_read_is_survived() -> None:
+    reads: list[Mapping[str, str]] = []
+    service, loop = loop_with(reads, period=0.1, fail=True)
+    service.synchronize([], [], source="synchronize")
+
+    async def scenario() -> None:
+        task = asyncio.create_task(loop.run())
+        while len(reads) < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert len(reads) >= 3

@@ -1,0 +1,208 @@
+"""The verifier's use case: what the kernel enforces against the ledger, repairs through the
+pusher, counts, and CPUs released only once the kernel shows them left."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, InsufficientCpusError, PodFacts
+from cpuset_core.verify import Observed
+from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+from cpuset_service.placement import PlacementService
+from cpuset_service.verification import MAX_ATTEMPTS
+from cpuset_service.verifier import Verifier
+from tests.builders.facts import container, pod
+
+TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings
+ALL_MEMS = CPUSet([0, 1])
+
+
+def with_path(facts: ContainerFacts) -> ContainerFacts:
+    return dataclasses.replace(facts, cgroups_path=f"/kubepods/{facts.id}")
+
+
+class Kernel:
+    """What the kernel enforces: set by the creations and the updates that were applied."""
+
+    def __init__(self, service: PlacementService) -> None:
+        self.service = service
+        self.cpus: dict[str, CPUSet] = {}
+        self.mems: dict[str, CPUSet] = {}
+
+    def admit(self, of: PodFacts, facts: ContainerFacts, *, apply: bool = True) -> None:
+        admission = self.service.admit(of, with_path(facts))
+        self.cpus[facts.id] = admission.placement.cpus
+        self.mems[facts.id] = admission.placement.mems or ALL_MEMS
+        if apply:
+            for update in admission.updates:
+                self.cpus[update.container_id] = update.cpus
+
+    def observed(self) -> dict[str, Observed]:
+        return {cid: Observed(cpus=cpus, mems=self.mems.get(cid, ALL_MEMS))
+                for cid, cpus in self.cpus.items()}
+
+    def send_background(self) -> None:
+        for update in self.service.pusher.take_batch():
+            self.cpus[update.container_id] = update.cpus
+
+    def verify(self, verifier: Verifier) -> None:
+        read_from, _ = verifier.snapshot()
+        verifier.verify(self.observed(), read_from=read_from)
+
+
+def rig(*, confirm: bool = True) -> tuple[Kernel, Verifier]:
+    service = PlacementService(CpusetEngine(TOPOLOGY, confirm_releases=confirm))
+    return Kernel(service), Verifier(service)
+
+
+def test_a_dropped_pool_shrink_is_found_resent_and_seen_repaired() -> None:
+    kernel, verifier = rig()
+    web, io = pod("web", qos="burstable"), pod("io", qos="burstable", pins="0")
+    kernel.admit(web, container("c-web", web))
+    kernel.admit(io, container("c-io", io), apply=False)  # the runtime dropped web's shrink
+    read_from, paths = verifier.snapshot()
+    assert paths == {"c-web": "/kubepods/c-web", "c-io": "/kubepods/c-io"}
+    verdict = verifier.verify(kernel.observed(), read_from=read_from)
+    assert [(m.container_id, m.cause) for m in verdict.found] == [("c-web", "cpus")]
+    assert verdict.resend == ("c-web",)
+    assert [m.container_id for m, sends in verifier.drifting()] == ["c-web"]
+    kernel.send_background()  # the re-send lands
+    assert kernel.cpus["c-web"] == CPUSet.parse("1-15")
+    verdict = verifier.verify(kernel.observed(), read_from=kernel.service.ledger)
+    assert [m.container_id for m in verdict.repaired] == ["c-web"]
+    assert verifier.drifting() == []
+    stats = kernel.service.statistics.snapshot()
+    assert (stats["verify_passes"], stats["verify_drift_found"],
+            stats["verify_drift_repaired"], stats["verify_drifting"]) == (2, 1, 1, 0)
+
+
+def test_a_change_made_behind_the_plugins_back_is_undone() -> None:
+    kernel, verifier = rig()
+    web, io = pod("web", qos="burstable"), pod("io", qos="burstable", pins="0")
+    kernel.admit(web, container("c-web", web))
+    kernel.admit(io, container("c-io", io))
+    kernel.cpus["c-web"] = CPUSet.parse("0-15")  # echo 0-15 > .../cpuset.cpus
+    kernel.verify(verifier)
+    kernel.send_background()
+    assert kernel.cpus["c-web"] == CPUSet.parse("1-15")
+
+
+def test_a_container_whose_placement_changed_during_the_read_waits_for_the_next_pass() -> None:
+    kernel, verifier = rig()
+    web, io = pod("web", qos="burstable"), pod("io", qos="burstable", pins="0")
+    kernel.admit(web, container("c-web", web))
+    read_from, _ = verifier.snapshot()
+    seen = kernel.observed()  # read before the pin shrank the pool
+    kernel.admit(io, container("c-io", io))
+    verdict = verifier.verify(seen, read_from=read_from)
+    assert verdict.found == ()
+    assert verdict.checked == 0
+
+
+def test_an_unreadable_cgroup_is_found_but_not_resent_and_a_gone_container_is_forgotten() -> None:
+    kernel, verifier = rig()
+    web = pod("web", qos="burstable")
+    kernel.admit(web, container("c-web", web))
+    verdict = verifier.verify({"c-web": Observed(cpus=None, problem="no cgroup at /x")},
+                              read_from=kernel.service.ledger)
+    assert [(m.cause, m.problem) for m in verdict.found] == [("unreadable", "no cgroup at /x")]
+    assert verdict.resend == ()
+    kernel.service.remove("c-web", "ns/web/main")
+    verifier.verify({}, read_from=kernel.service.ledger)
+    assert verifier.drifting() == []
+
+
+def test_a_container_the_runtime_never_fixes_becomes_unrepairable_once_and_is_still_resent(
+        ) -> None:
+    kernel, verifier = rig()
+    web, io = pod("web", qos="burstable"), pod("io", qos="burstable", pins="0")
+    kernel.admit(web, container("c-web", web))
+    kernel.admit(io, container("c-io", io), apply=False)
+    gave_up = []
+    for _ in range(MAX_ATTEMPTS + 2):
+        verdict = verifier.verify(kernel.observed(), read_from=kernel.service.ledger)
+        gave_up.extend(verdict.unrepairable)
+        assert verdict.resend == ("c-web",)
+    assert [m.container_id for m in gave_up] == ["c-web"]
+    assert kernel.service.statistics.snapshot()["verify_drift_unrepairable"] == 1
+
+
+def test_cpus_a_shrink_gave_up_go_to_no_other_exclusive_owner_until_the_kernel_shows_them_left(
+        ) -> None:
+    kernel, verifier = rig()
+    db, other = pod("db"), pod("other")
+    kernel.admit(db, container("c-db", db, cpu_limit=14))
+    # The shrink to 2 CPUs is not applied yet (or was dropped): the container still runs on 14.
+    kernel.service.resize(db, with_path(container("c-db", db, cpu_limit=2)))
+    kept = kernel.service.ledger.entries["c-db"].cpus
+    assert len(kept) == 2
+    assert kernel.service.engine.draining == kernel.cpus["c-db"] - kept
+    with pytest.raises(InsufficientCpusError):
+        kernel.service.admit(other, with_path(container("c-other", other, cpu_limit=4)))
+    kernel.verify(verifier)  # the kernel still shows 14 CPUs: nothing confirmed
+    assert len(kernel.service.engine.draining) == 12
+    kernel.cpus["c-db"] = kept  # the shrink lands
+    kernel.verify(verifier)
+    assert kernel.service.engine.draining == CPUSet()
+    kernel.admit(other, container("c-other", other, cpu_limit=4))
+
+
+def test_without_confirmation_released_cpus_are_free_at_once() -> None:
+    kernel, _ = rig(confirm=False)
+    db, other = pod("db"), pod("other")
+    kernel.admit(db, container("c-db", db, cpu_limit=14))
+    kernel.service.resize(db, container("c-db", db, cpu_limit=2))
+    assert kernel.service.engine.draining == CPUSet()
+    kernel.admit(other, container("c-other", other, cpu_limit=4))
+
+
+def test_a_container_without_a_cgroup_path_is_trusted_to_have_left_what_it_gave_up() -> None:
+    service = PlacementService(CpusetEngine(TOPOLOGY, confirm_releases=True))
+    db = pod("db")
+    service.admit(db, container("c-db", db, cpu_limit=4))
+    service.resize(db, container("c-db", db, cpu_limit=2))
+    assert len(service.engine.draining) == 2
+    Verifier(service).verify({}, read_from=service.ledger)
+    assert service.engine.draining == CPUSet()
+
+
+def test_a_pending_repair_rides_on_the_next_answer_instead_of_a_call_of_its_own() -> None:
+    kernel, verifier = rig()
+    web, io, db = pod("web", qos="burstable"), pod("io", qos="burstable", pins="0"), pod("db")
+    kernel.admit(web, container("c-web", web))
+    kernel.admit(io, container("c-io", io), apply=False)  # web's shrink dropped
+    kernel.verify(verifier)
+    assert kernel.service.pusher.pending() == {"c-web"}
+    kernel.admit(db, container("c-db", db, cpu_limit=1))  # the next event's answer
+    assert kernel.cpus["c-web"] == kernel.service.engine.shared_pool()
+    assert kernel.service.pusher.pending() == frozenset()
+    assert kernel.service.pusher.take_batch() == []
+
+
+def test_the_pusher_waits_for_a_quiet_runtime_before_a_call_of_its_own() -> None:
+    import asyncio
+
+    kernel, _ = rig()
+    web, db = pod("web", qos="burstable"), pod("db")
+    kernel.admit(web, container("c-web", web))
+    kernel.admit(db, container("c-db", db, cpu_limit=1))
+    kernel.service.remove("c-db", "ns/db/main")  # the pool's growth goes to the pusher
+    quiet = False
+    sent: list[str] = []
+
+    async def send(batch: object) -> None:
+        sent.append("sent")
+
+    async def scenario() -> None:
+        nonlocal quiet
+        task = asyncio.create_task(kernel.service.pusher.run(send, quiet=lambda: quiet))
+        await asyncio.sleep(0.2)
+        assert sent == []  # the runtime is busy: nothing sent
+        quiet = True
+        while not sent:
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))

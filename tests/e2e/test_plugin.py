@@ -406,10 +406,13 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     print(f"burst: {stats}")
     assert {c["id"] for c in state["containers"]} == set(kept)
     assert state["drift"] == []
-    # Each container: the pin's shrink and the pin's release, nothing else.
-    assert stats["max_updates_per_container"] == 2
-    # Counters cover live containers (released ones are forgotten): 50 survivors × 2.
-    assert stats["updates_on_responses"] == 50 * 2
+    # Each container: the pin's shrink and the pin's release, and at most one repair of an
+    # update containerd dropped (one aimed at a container being started), which the verifier
+    # found and re-sent on a later answer.
+    assert stats["max_updates_per_container"] <= 3
+    # Counters cover live containers (released ones are forgotten): 50 survivors × 2, plus the
+    # repairs.
+    assert 50 * 2 <= stats["updates_on_responses"] <= 50 * 3
     assert stats["update_failures"] == 0
     # The pin's release grew exactly the 50 survivors: no update named a removed container.
     releases = [line for line in plugin.text().splitlines()

@@ -66,6 +66,14 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/engine_latency.py", *session.posargs)
 
 
+@nox.session(name="bench-verify", python=PYTHON)
+def bench_verify(session: nox.Session) -> None:
+    """The verifier's pass time at 100/500/1000 containers and its effect on decision latency
+    (prints figures)."""
+    install_dev(session)
+    session.run("python", "bench/verify_pass.py", *session.posargs)
+
+
 @nox.session(name="bench-nri", python=PYTHON)
 def bench_nri(session: nox.Session) -> None:
     """What the plugin costs on a real containerd: creation latency, RSS, cold start (root)."""

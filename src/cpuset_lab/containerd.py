@@ -31,7 +31,8 @@ from types import TracebackType
 from typing import Self
 
 from cpuset_adapters import cgroupfs
-from cpuset_adapters.cri.client import CriError, RuntimeVersion
+from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.results import RuntimeVersion
 from cpuset_lab.containerd_cleanup import reap_leftovers, remove_pod_cgroups
 from cpuset_lab.containerd_config import ContainerdConfig
 from cpuset_lab.containerd_install import K8S_NAMESPACE, Installation, LabError, find_installation

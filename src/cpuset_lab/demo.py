@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cpuset_adapters.cri.client import CriError, Resources
+from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.results import Resources
 from cpuset_cli import demo
 from cpuset_core import ContainerFacts, CpusetError, PodFacts, Topology
 from cpuset_lab import cgroups, plugin_log

@@ -14,8 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from cpuset_adapters.cri.client import CriClient, Resources
+from cpuset_adapters.cri.client import CriClient
 from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_adapters.cri.results import Resources
 from cpuset_lab.pod_spec import PodSpec
 
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cpuset_adapters import kubelet
-from cpuset_adapters.cri.client import Resources
 from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_adapters.cri.results import Resources
 from cpuset_core import QoS
 
 QosClass = QoS

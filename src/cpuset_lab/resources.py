@@ -8,7 +8,7 @@ from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Final
 
 from cpuset_adapters import kubelet
-from cpuset_adapters.cri.client import Resources
+from cpuset_adapters.cri.results import Resources
 
 DEFAULT_CPU_PERIOD: Final = kubelet.CFS_PERIOD
 

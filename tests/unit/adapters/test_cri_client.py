@@ -10,9 +10,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from cpuset_adapters.cri.client import CriError, Resources
+from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
+from cpuset_adapters.cri.results import Resources
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus

@@ -25,8 +25,8 @@ from cpuset_adapters.nri.session import (
     RegistrationError,
     SocketPath,
     UpdateContainersError,
-    subscription_mask,
 )
+from cpuset_adapters.nri.subscription import subscription_mask
 from tests.builders.nri import container, pod
 from tests.support.nri_runtime import CallError, PluginGone, RuntimeDouble
 

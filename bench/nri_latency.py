@@ -24,16 +24,19 @@ import time
 import uuid
 from pathlib import Path
 
-from cpuset_lab.containerd import LabContainerd, find_installation
-from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent, container_resources
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources
 
 
 def _create_times(lab: LabContainerd, cri: KubeletClient, count: int) -> list[float]:
     pods = []
     for n in range(count):
         uid = str(uuid.uuid4())
-        pods.append(cri.run_pod(f"bench-{n}", "bench", uid,
-                                cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid)))
+        pods.append(cri.run_pod(PodSpec(name=f"bench-{n}", namespace="bench", uid=uid,
+                                        cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid))))
     times = []
     for n, pod in enumerate(pods):
         start = time.perf_counter()

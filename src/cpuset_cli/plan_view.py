@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cpuset_adapters.kubelet import CFS_PERIOD, cgroup_parent
 from cpuset_cli import bootstrap
-from cpuset_cli.pods import ContainerSpec, PodSpec, containers_in_order
+from cpuset_cli.pod_specs import ContainerSpec, PodSpec, containers_in_order
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,

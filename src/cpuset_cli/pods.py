@@ -35,166 +35,27 @@ field, e.g. ``pods.json: items[2] (pod default/web): spec.containers[0].resource
 from __future__ import annotations
 
 import json
-import math
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Final
 
 from cpuset_adapters.kubelet import CFS_PERIOD, cgroup_parent, cpu_quota, cpu_shares
+from cpuset_cli.pod_fields import Fields, PodsInputError, describe
+from cpuset_cli.pod_qos import CPU, MEMORY, QOS_RESOURCES, Quantities, compute_qos
+from cpuset_cli.pod_quantity import (
+    QuantityError,
+    cpu_millis,
+    format_number,
+    memory_bytes,
+    parse_quantity,
+)
+from cpuset_cli.pod_specs import ContainerSpec, PodSpec, Resources
 from cpuset_core import ContainerFacts, PodFacts, QoS
-
-CPU: Final = "cpu"
-MEMORY: Final = "memory"
-_QOS_RESOURCES: Final = (CPU, MEMORY)
-
-_QUANTITY: Final = re.compile(
-    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?[0-9]+))?")
-_SUFFIXES: Final[Mapping[str, Fraction]] = {
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 10**3),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-}
-_MAX_EXPONENT: Final = 30
-_MAX_QUANTITY: Final = Fraction(2**63 - 1)
-"""The kubelet holds quantities in an int64."""
 
 _QOS_CLASSES: Final = {q.value: q for q in (QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT)}
 _LIST_KINDS: Final = ("List", "PodList")
-
-
-class PodsInputError(ValueError):
-    """A pods file the planner cannot read; the message names the file, pod and field."""
-
-    def __init__(self, source: str, pod: str | None, field: str | None, problem: str) -> None:
-        self.source = source
-        self.pod = pod
-        self.field = field
-        self.problem = problem
-        super().__init__(": ".join(p for p in (source, pod, field, problem) if p))
-
-
-class QuantityError(ValueError):
-    """A value that is not a Kubernetes quantity."""
-
-
-@dataclass(frozen=True, slots=True)
-class Resources:
-    """A container's CPU (millicores) and memory (bytes) requests and limits, after defaulting
-    (``None``: not set)."""
-
-    cpu_request: int | None = None
-    cpu_limit: int | None = None
-    memory_request: int | None = None
-    memory_limit: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerSpec:
-    name: str
-    init: bool
-    sidecar: bool
-    """An init container with ``restartPolicy: Always``: it keeps running."""
-    resources: Resources
-    facts: ContainerFacts
-
-
-@dataclass(frozen=True, slots=True)
-class PodSpec:
-    facts: PodFacts
-    qos: QoS
-    qos_from_status: bool
-    """Whether the class came from ``status.qosClass`` (else it was computed)."""
-    init_containers: tuple[ContainerSpec, ...]
-    containers: tuple[ContainerSpec, ...]
-    label: str
-    """How messages name the pod (``items[2] (pod default/web)``)."""
-
-    @property
-    def ref(self) -> str:
-        return f"{self.facts.namespace}/{self.facts.name}"
-
-
-# -- quantities and the kubelet's conversions --------------------------------------------------
-
-
-def parse_quantity(value: object) -> Fraction:
-    """Return the exact value of a Kubernetes quantity (``"500m"``, ``"1Gi"``, ``2``, ``0.5``).
-
-    Raises :class:`QuantityError` for anything else, negative values included.
-    """
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise QuantityError(f"expected a quantity like \"500m\", \"2\" or \"1Gi\", got "
-                            f"{_describe(value)}")
-    text = value if isinstance(value, str) else repr(value)
-    match = _QUANTITY.fullmatch(text)
-    if match is None:
-        raise QuantityError(f"{json.dumps(text)} is not a quantity (like \"500m\", \"2\", "
-                            f"\"1.5\" or \"1Gi\")")
-    number = Fraction(match["number"])
-    if match["suffix"]:
-        number *= _SUFFIXES[match["suffix"]]
-    elif match["exponent"]:
-        exponent = int(match["exponent"])
-        if abs(exponent) > _MAX_EXPONENT:
-            raise QuantityError(f"{json.dumps(text)}: exponent {exponent} is out of range")
-        number *= Fraction(10) ** exponent
-    if number < 0:
-        raise QuantityError(f"{json.dumps(text)} is negative")
-    if number > _MAX_QUANTITY:
-        raise QuantityError(f"{json.dumps(text)} is too large")
-    return number
-
-
-def cpu_millis(quantity: Fraction) -> int:
-    """Millicores, rounded up like ``Quantity.MilliValue``."""
-    return math.ceil(quantity * 1000)
-
-
-def memory_bytes(quantity: Fraction) -> int:
-    """Bytes, rounded up like ``Quantity.Value``."""
-    return math.ceil(quantity)
-
-
-@dataclass(frozen=True, slots=True)
-class _Quantities:
-    """One container's ``cpu``/``memory`` requests and limits as exact values, defaulted."""
-
-    requests: Mapping[str, Fraction]
-    limits: Mapping[str, Fraction]
-
-
-def compute_qos(containers: Sequence[_Quantities]) -> QoS:
-    """The kubelet's ``ComputePodQOS`` over every container (init containers included)."""
-    requests: dict[str, Fraction] = {}
-    limits: dict[str, Fraction] = {}
-    guaranteed = True
-    for container in containers:
-        for name, quantity in container.requests.items():
-            if quantity > 0:
-                requests[name] = requests.get(name, Fraction(0)) + quantity
-        found: set[str] = set()
-        for name, quantity in container.limits.items():
-            if quantity > 0:
-                found.add(name)
-                limits[name] = limits.get(name, Fraction(0)) + quantity
-        if not found.issuperset(_QOS_RESOURCES):
-            guaranteed = False
-    if not requests and not limits:
-        return QoS.BEST_EFFORT
-    if guaranteed and any(limits.get(name) != value for name, value in requests.items()):
-        guaranteed = False
-    if guaranteed and len(requests) == len(limits):
-        return QoS.GUARANTEED
-    return QoS.BURSTABLE
-
-
-# -- reading -----------------------------------------------------------------------------------
 
 
 def load_pods(path: str | Path) -> tuple[PodSpec, ...]:
@@ -233,7 +94,7 @@ def parse_pods(document: object, *, source: str = "<pods>") -> tuple[PodSpec, ..
     """Return the pods of one decoded document (a ``List``/``PodList`` or a ``Pod``)."""
     if not isinstance(document, dict):
         raise PodsInputError(source, None, None, f"expected a List of pods or a Pod (an "
-                                                 f"object), got {_describe(document)}")
+                                                 f"object), got {describe(document)}")
     kind = document.get("kind")
     if kind in _LIST_KINDS:
         items = document.get("items")
@@ -241,7 +102,7 @@ def parse_pods(document: object, *, source: str = "<pods>") -> tuple[PodSpec, ..
             items = []
         if not isinstance(items, list):
             raise PodsInputError(source, None, "items",
-                                 f"expected a list of pods, got {_describe(items)}")
+                                 f"expected a list of pods, got {describe(items)}")
         pods = tuple(_pod(item, source, f"items[{n}]") for n, item in enumerate(items))
     elif kind == "Pod":
         pods = (_pod(document, source, None),)
@@ -249,7 +110,7 @@ def parse_pods(document: object, *, source: str = "<pods>") -> tuple[PodSpec, ..
         raise PodsInputError(source, None, "kind", "missing: expected \"List\" (what `kubectl "
                                                    "get pods -o json` prints) or \"Pod\"")
     else:
-        raise PodsInputError(source, None, "kind", f"{_describe(kind)} is not a pod shape "
+        raise PodsInputError(source, None, "kind", f"{describe(kind)} is not a pod shape "
                                                    f"(expected \"List\", \"PodList\" or \"Pod\")")
     _check_unique(pods, source)
     return pods
@@ -264,61 +125,25 @@ def _check_unique(pods: Sequence[PodSpec], source: str) -> None:
         seen[pod.ref] = pod.label
 
 
-class _Fields:
-    """Typed access to one pod's fields, raising errors that name the pod and the field."""
-
-    def __init__(self, source: str, label: str) -> None:
-        self.source = source
-        self.label = label
-
-    def fail(self, field: str, problem: str) -> PodsInputError:
-        return PodsInputError(self.source, self.label, field, problem)
-
-    def mapping(self, value: object, field: str) -> Mapping[str, object]:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(field, f"expected an object, got {_describe(value)}")
-        return value
-
-    def sequence(self, value: object, field: str) -> Sequence[object]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(field, f"expected a list, got {_describe(value)}")
-        return value
-
-    def string(self, value: object, field: str, *, required: bool = False) -> str | None:
-        if value is None:
-            if required:
-                raise self.fail(field, "missing")
-            return None
-        if not isinstance(value, str):
-            raise self.fail(field, f"expected a string, got {_describe(value)}")
-        if required and not value:
-            raise self.fail(field, "is empty")
-        return value
-
-
 def _pod(raw: object, source: str, item: str | None) -> PodSpec:
-    where = _Fields(source, item or "")
+    where = Fields(source, item or "")
     if not isinstance(raw, dict):
-        raise where.fail("", f"expected a Pod (an object), got {_describe(raw)}")
+        raise where.fail("", f"expected a Pod (an object), got {describe(raw)}")
     kind = raw.get("kind")
     if kind is not None and kind != "Pod":
-        raise where.fail("kind", f"{_describe(kind)} is not a Pod")
+        raise where.fail("kind", f"{describe(kind)} is not a Pod")
     metadata = where.mapping(raw.get("metadata"), "metadata")
     name = where.string(metadata.get("name"), "metadata.name", required=True)
     namespace = where.string(metadata.get("namespace"), "metadata.namespace") or "default"
     assert name is not None  # required
     label = f"pod {namespace}/{name}" if item is None else f"{item} (pod {namespace}/{name})"
-    fields = _Fields(source, label)
+    fields = Fields(source, label)
     uid = fields.string(metadata.get("uid"), "metadata.uid") or f"{namespace}_{name}"
     annotations = {}
     for key, value in fields.mapping(metadata.get("annotations"), "metadata.annotations").items():
         if not isinstance(value, str):
             raise fields.fail(f"metadata.annotations[{json.dumps(key)}]",
-                              f"expected a string, got {_describe(value)} (quote it in YAML)")
+                              f"expected a string, got {describe(value)} (quote it in YAML)")
         annotations[key] = value
     spec = fields.mapping(raw.get("spec"), "spec")
     if "containers" not in spec:
@@ -360,7 +185,7 @@ class _Parsed:
     field: str
     init: bool
     sidecar: bool
-    quantities: _Quantities
+    quantities: Quantities
 
     def resources(self) -> Resources:
         req, lim = self.quantities.requests, self.quantities.limits
@@ -387,9 +212,9 @@ class _Parsed:
                              resources=resources, facts=facts)
 
 
-def _container(fields: _Fields, raw: object, field: str, *, init: bool) -> _Parsed:
+def _container(fields: Fields, raw: object, field: str, *, init: bool) -> _Parsed:
     if not isinstance(raw, dict):
-        raise fields.fail(field, f"expected a container (an object), got {_describe(raw)}")
+        raise fields.fail(field, f"expected a container (an object), got {describe(raw)}")
     name = fields.string(raw.get("name"), f"{field}.name", required=True)
     assert name is not None  # required
     resources = fields.mapping(raw.get("resources"), f"{field}.resources")
@@ -397,7 +222,7 @@ def _container(fields: _Fields, raw: object, field: str, *, init: bool) -> _Pars
     for part in ("requests", "limits"):
         given = fields.mapping(resources.get(part), f"{field}.resources.{part}")
         values[part] = {}
-        for resource in _QOS_RESOURCES:
+        for resource in QOS_RESOURCES:
             if resource in given:
                 try:
                     values[part][resource] = parse_quantity(given[resource])
@@ -408,29 +233,9 @@ def _container(fields: _Fields, raw: object, field: str, *, init: bool) -> _Pars
         request = requests.setdefault(resource, limit)  # the API server's defaulting
         if request > limit:
             raise fields.fail(f"{field}.resources.requests.{resource}",
-                              f"request {_number(request)} is above the limit "
-                              f"{_number(limit)}")
+                              f"request {format_number(request)} is above the limit "
+                              f"{format_number(limit)}")
     policy = fields.string(raw.get("restartPolicy"), f"{field}.restartPolicy")
     return _Parsed(name=name, field=field, init=init, sidecar=init and policy == "Always",
-                   quantities=_Quantities(requests, limits))
+                   quantities=Quantities(requests, limits))
 
-
-def _number(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    text = json.dumps(value) if isinstance(value, (str, int, float, bool)) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def containers_in_order(pod: PodSpec) -> Iterator[ContainerSpec]:
-    """Every container of the pod in the order the kubelet starts them."""
-    yield from pod.init_containers
-    yield from pod.containers

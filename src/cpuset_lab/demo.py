@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cpuset_adapters.cri.client import CriError, Resources
+from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.results import Resources
 from cpuset_cli import demo
 from cpuset_core import ContainerFacts, CpusetError, PodFacts, Topology
 from cpuset_lab import cgroups, plugin_log
-from cpuset_lab.containerd import LabContainerd, find_installation
-from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 
 
 class DemoError(RuntimeError):
@@ -119,8 +122,9 @@ def _expect(predicted_ok: bool, *, admitted: bool, echo: Callable[[str], None]) 
 
 def _run_pod(cri: KubeletClient, pod: PodFacts) -> str:
     qos = QosClass.BURSTABLE if "burstable" in pod.cgroup_parent else QosClass.GUARANTEED
-    return cri.run_pod(pod.name, pod.namespace, pod.uid, annotations=dict(pod.annotations),
-                       cgroup_parent=cgroup_parent(qos, pod.uid))
+    return cri.run_pod(PodSpec(name=pod.name, namespace=pod.namespace, uid=pod.uid,
+                               annotations=dict(pod.annotations),
+                               cgroup_parent=cgroup_parent(qos, pod.uid)))
 
 
 def _resources(container: ContainerFacts) -> Resources:

@@ -1,5 +1,6 @@
 """Driving a runtime the way a kubelet does, over CRI: run pods, create, start, stop, resize and
-remove containers, with the resources a kubelet derives from Kubernetes quantities.
+remove containers, with the resources a kubelet derives from Kubernetes quantities
+(``resources``) and the sandbox configs it sends for pods (``pod_spec``).
 
 The e2e tests, the benchmarks and the real-runtime demo use it to run pods and containers on
 containerd (and so through NRI and this project's plugin) without a kubelet or crictl. Every
@@ -9,104 +10,20 @@ the plugin's reason is in ``CriError.details``.
 
 from __future__ import annotations
 
-import re
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Final
 
-from cpuset_adapters import kubelet
-from cpuset_adapters.cri.client import CriClient, Resources
+from cpuset_adapters.cri.client import CriClient
 from cpuset_adapters.cri.proto import cri_pb2 as pb
-from cpuset_core import QoS
-
-DEFAULT_CPU_PERIOD: Final = kubelet.CFS_PERIOD
-
-
-QosClass = QoS
-"""Kubernetes pod QoS classes (they decide the pod's cgroup parent)."""
-
-
-def cgroup_parent(qos: QoS | str, pod_uid: str, *, driver: str = "cgroupfs") -> str:
-    """:func:`cpuset_adapters.kubelet.cgroup_parent`, also for a QoS class given by name."""
-    return kubelet.cgroup_parent(QoS(qos), pod_uid, driver=driver)
-
-
-_MILLI = re.compile(r"([0-9]+)m")
-_MEMORY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T)?")
-_MEMORY_UNITS: Final = {None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-                        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-
-
-def milli_cpus(cpus: float | int | str | Decimal) -> int:
-    """A CPU quantity in millicores: ``2`` -> 2000, ``0.5`` -> 500, ``"250m"`` -> 250.
-
-    Like Kubernetes, fractions below a millicore round up.
-    """
-    if isinstance(cpus, str):
-        text = cpus.strip()
-        if match := _MILLI.fullmatch(text):
-            return int(match.group(1))
-        try:
-            value = Decimal(text)
-        except InvalidOperation:
-            raise ValueError(f"not a CPU quantity: {cpus!r}") from None
-    else:
-        value = Decimal(str(cpus))
-    if not value.is_finite() or value < 0:
-        raise ValueError(f"not a CPU quantity: {cpus!r}")
-    milli = value * 1000
-    return int(milli.to_integral_value(rounding=ROUND_CEILING))
-
-
-def memory_bytes(memory: int | str) -> int:
-    """A memory quantity in bytes: ``134217728``, ``"128Mi"``, ``"1G"``."""
-    if isinstance(memory, int):
-        if memory < 0:
-            raise ValueError(f"negative memory quantity: {memory}")
-        return memory
-    match = _MEMORY.fullmatch(memory.strip())
-    if not match:
-        raise ValueError(f"not a memory quantity: {memory!r}")
-    value = Decimal(match.group(1)) * _MEMORY_UNITS[match.group(2)]
-    return int(value.to_integral_value(rounding=ROUND_CEILING))
-
-
-def container_resources(
-    *,
-    cpu_request: float | int | str | Decimal | None = None,
-    cpu_limit: float | int | str | Decimal | None = None,
-    memory_limit: int | str | None = None,
-    cpu_period: int = DEFAULT_CPU_PERIOD,
-) -> Resources:
-    """What a kubelet puts in a container's ``LinuxContainerResources`` for these quantities.
-
-    shares = max(2, milli * 1024 / 1000) of the request (the limit when there is no request),
-    quota = max(1000, milli * period / 1000) of the limit (0 = unlimited), period = 100000.
-    A Guaranteed container with N whole CPUs gets quota = N * period and shares = N * 1024.
-    """
-    request = cpu_request if cpu_request is not None else cpu_limit
-    shares = kubelet.cpu_shares(milli_cpus(request) if request is not None else None)
-    quota = 0
-    if cpu_limit is not None and (milli := milli_cpus(cpu_limit)):
-        quota = kubelet.cpu_quota(milli, cpu_period)
-    memory = memory_bytes(memory_limit) if memory_limit is not None else 0
-    return Resources(cpu_period=cpu_period, cpu_quota=quota, cpu_shares=shares,
-                     memory_limit=memory)
-
-
-def guaranteed(cpus: float | int | str | Decimal, memory: int | str) -> Resources:
-    """Resources of a Guaranteed container (request == limit for CPU and memory)."""
-    return container_resources(cpu_request=cpus, cpu_limit=cpus, memory_limit=memory)
-
+from cpuset_adapters.cri.results import Resources
+from cpuset_lab.pod_spec import PodSpec
 
 
 class KubeletClient(CriClient):
     """A :class:`CriClient` that also runs pods and containers the way a kubelet does.
 
-    Pod configs given to ``run_pod`` are remembered per pod id, because CreateContainer carries
+    Pod configs run through ``run_pod`` are remembered per pod id, because CreateContainer carries
     the sandbox config again (a kubelet does the same); pass ``pod_config=None`` to reuse it.
     """
 
@@ -116,41 +33,6 @@ class KubeletClient(CriClient):
         #: The cgroup parent of every pod run through this client, removed or not: runc deletes
         #: container cgroups but not these (a kubelet does), so the lab deletes them.
         self.cgroup_parents: set[str] = set()
-
-    @staticmethod
-    def pod_sandbox_config(
-        name: str,
-        namespace: str = "default",
-        uid: str | None = None,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
-        cgroup_parent: str = "",
-        log_directory: str = "",
-        host_network: bool = True,
-        pod_resources: Resources | None = None,
-        attempt: int = 0,
-    ) -> pb.PodSandboxConfig:
-        """The ``PodSandboxConfig`` a kubelet would send (host networking unless told otherwise:
-        the lab has no CNI). ``uid`` defaults to a fresh UUID."""
-        uid = uid or str(uuid.uuid4())
-        pod_labels = {"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace,
-                      "io.kubernetes.pod.uid": uid, **(labels or {})}
-        namespaces = pb.NamespaceOption(
-            network=pb.NODE if host_network else pb.POD, pid=pb.CONTAINER, ipc=pb.POD)
-        linux = pb.LinuxPodSandboxConfig(
-            cgroup_parent=cgroup_parent,
-            security_context=pb.LinuxSandboxSecurityContext(namespace_options=namespaces))
-        if pod_resources is not None:
-            linux.resources.CopyFrom(pod_resources.to_proto())
-        return pb.PodSandboxConfig(
-            metadata=pb.PodSandboxMetadata(name=name, uid=uid, namespace=namespace,
-                                           attempt=attempt),
-            hostname="" if host_network else name,
-            log_directory=log_directory,
-            labels=pod_labels,
-            annotations=dict(annotations or {}),
-            linux=linux)
 
     def run_pod_sandbox(self, config: pb.PodSandboxConfig, *, runtime_handler: str = "") -> str:
         """RunPodSandbox with a ready-made config; returns the sandbox id."""
@@ -163,26 +45,9 @@ class KubeletClient(CriClient):
             self.cgroup_parents.add(config.linux.cgroup_parent)
         return resp.pod_sandbox_id
 
-    def run_pod(
-        self,
-        name: str,
-        namespace: str = "default",
-        uid: str | None = None,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
-        cgroup_parent: str = "",
-        log_directory: str = "",
-        host_network: bool = True,
-        pod_resources: Resources | None = None,
-        runtime_handler: str = "",
-    ) -> str:
-        """Build a kubelet-like sandbox config and run it; returns the sandbox id."""
-        config = self.pod_sandbox_config(
-            name, namespace, uid, annotations=annotations, labels=labels,
-            cgroup_parent=cgroup_parent, log_directory=log_directory, host_network=host_network,
-            pod_resources=pod_resources)
-        return self.run_pod_sandbox(config, runtime_handler=runtime_handler)
+    def run_pod(self, spec: PodSpec, *, runtime_handler: str = "") -> str:
+        """Run ``spec``'s kubelet-like sandbox config; returns the sandbox id."""
+        return self.run_pod_sandbox(spec.sandbox_config(), runtime_handler=runtime_handler)
 
     def pod_config(self, pod_id: str) -> pb.PodSandboxConfig:
         """The config this client ran ``pod_id`` with (KeyError if it did not run it)."""
@@ -200,22 +65,9 @@ class KubeletClient(CriClient):
         self._pod_configs.pop(pod_id, None)
 
     @contextmanager
-    def pod(
-        self,
-        name: str,
-        namespace: str = "default",
-        uid: str | None = None,
-        *,
-        annotations: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
-        cgroup_parent: str = "",
-        log_directory: str = "",
-        pod_resources: Resources | None = None,
-    ) -> Iterator[str]:
+    def pod(self, spec: PodSpec) -> Iterator[str]:
         """``run_pod`` for a ``with`` block; the pod is stopped and removed on the way out."""
-        pod_id = self.run_pod(name, namespace, uid, annotations=annotations, labels=labels,
-                              cgroup_parent=cgroup_parent, log_directory=log_directory,
-                              pod_resources=pod_resources)
+        pod_id = self.run_pod(spec)
         try:
             yield pod_id
         finally:

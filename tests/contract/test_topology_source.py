@@ -10,7 +10,8 @@ import pytest
 
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_adapters.sysfs import SysfsTopologySource
-from cpuset_adapters.topology_file import TopologyFileSource, write_topology
+from cpuset_adapters.topology_file import TopologyFileSource
+from cpuset_adapters.topology_file_writer import write_topology
 from cpuset_core.topology import Topology
 from cpuset_lab.machines import EPYC_LIKE, OFFLINE_ISOLATED, build_topology, write_sysfs_tree
 

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from cpuset_lab.containerd import ContainerdNotInstalled, LabContainerd, find_installation
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import ContainerdNotInstalled, find_installation
 from cpuset_lab.image import BUSYBOX_PATH
 from cpuset_lab.kubelet import KubeletClient
 

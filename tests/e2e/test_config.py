@@ -15,8 +15,10 @@ import pytest
 
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
-from cpuset_lab.containerd import LabContainerd, find_installation
-from cpuset_lab.kubelet import KubeletClient, QosClass
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
 from tests.e2e.test_plugin import (
     ONLINE,
     SRC,

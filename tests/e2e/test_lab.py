@@ -15,14 +15,11 @@ from cpuset_adapters import cgroupfs
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import cgroups
-from cpuset_lab.containerd import CONTAINERD_VERSION, LabContainerd
-from cpuset_lab.kubelet import (
-    KubeletClient,
-    QosClass,
-    cgroup_parent,
-    container_resources,
-    guaranteed,
-)
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import CONTAINERD_VERSION
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +51,7 @@ def test_burstable_container_runs_on_all_online_cpus(lab: LabContainerd,
     uid = str(uuid.uuid4())
     parent = cgroup_parent(QosClass.BURSTABLE, uid)
     assert parent == f"/kubepods/burstable/pod{uid}"
-    with cri.pod("burstable", uid=uid, cgroup_parent=parent) as pod:
+    with cri.pod(PodSpec(name="burstable", uid=uid, cgroup_parent=parent)) as pod:
         cid = cri.run_container(pod, "app", lab.image,
                                 resources=container_resources(cpu_request="250m",
                                                               memory_limit="64Mi"))
@@ -87,7 +84,8 @@ def test_cri_cpuset_cpus_reaches_the_cgroup_and_the_process(
     if 1 not in cgroups.online_cpus():
         pytest.skip("needs CPU 1 online")
     uid = str(uuid.uuid4())
-    with cri.pod("pinned", uid=uid, cgroup_parent=cgroup_parent(QosClass.GUARANTEED, uid)) as pod:
+    with cri.pod(PodSpec(name="pinned", uid=uid,
+                         cgroup_parent=cgroup_parent(QosClass.GUARANTEED, uid))) as pod:
         resources = guaranteed(1, "64Mi")
         assert (resources.cpu_quota, resources.cpu_period, resources.cpu_shares) == (
             100_000, 100_000, 1024)
@@ -111,7 +109,8 @@ def test_update_container_resources_changes_the_cpuset_live(
         pytest.skip("needs two online CPUs")
     first, last = online.first(), online.last()
     uid = str(uuid.uuid4())
-    with cri.pod("live", uid=uid, cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid)) as pod:
+    with cri.pod(PodSpec(name="live", uid=uid,
+                         cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid))) as pod:
         cid = cri.run_container(pod, "app", lab.image,
                                 resources=container_resources(cpu_request="100m"))
         before = cri.container_status(cid)
@@ -132,7 +131,7 @@ def test_update_container_resources_changes_the_cpuset_live(
 
 
 def test_nri_socket_is_served_at_the_configured_path(lab: LabContainerd) -> None:
-    assert lab.nri_enabled
+    assert lab.config.nri_enabled
     mode = lab.nri_socket.stat().st_mode
     assert stat.S_ISSOCK(mode)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -143,7 +142,8 @@ def test_nri_socket_is_served_at_the_configured_path(lab: LabContainerd) -> None
 def test_containers_survive_a_containerd_restart_and_a_crash(
         lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
-    with cri.pod("durable", uid=uid, cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid)) as pod:
+    with cri.pod(PodSpec(name="durable", uid=uid,
+                         cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid))) as pod:
         cid = cri.run_container(pod, "app", lab.image)
         pid = cri.container_status(cid).pid
         assert pid is not None
@@ -169,7 +169,8 @@ def test_containers_survive_a_containerd_restart_and_a_crash(
 def test_cri_failures_carry_the_status_code_and_the_runtime_message(
         lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
-    with cri.pod("broken", uid=uid, cgroup_parent=cgroup_parent(QosClass.BEST_EFFORT, uid)) as pod:
+    with cri.pod(PodSpec(name="broken", uid=uid,
+                         cgroup_parent=cgroup_parent(QosClass.BEST_EFFORT, uid))) as pod:
         with pytest.raises(CriError) as caught:
             cri.create_container(pod, None, "app", "docker.io/library/not-there:never")
         assert caught.value.method == "CreateContainer"
@@ -184,7 +185,7 @@ def test_stopped_and_removed_pods_leave_no_container_cgroup(
         lab: LabContainerd, cri: KubeletClient) -> None:
     uid = str(uuid.uuid4())
     parent = cgroup_parent(QosClass.BURSTABLE, uid)
-    with cri.pod("gone", uid=uid, cgroup_parent=parent) as pod:
+    with cri.pod(PodSpec(name="gone", uid=uid, cgroup_parent=parent)) as pod:
         cid = cri.run_container(pod, "app", lab.image)
         path = cgroupfs.cgroup_dir(f"{parent}/{cid}")
         assert path.is_dir()

@@ -20,8 +20,10 @@ import pytest
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
-from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent, guaranteed
+from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.machines import THIS_MACHINE_LIKE, write_sysfs_tree
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import guaranteed
 from tests.e2e.test_plugin import (
     ONLINE,
     Plugin,
@@ -91,7 +93,8 @@ def test_a_pod_removed_between_create_and_start_leaks_nothing(
     with pod(cri, "web", QosClass.BURSTABLE) as web:
         app = shared(cri, lab, web)
         uid = "mid-start"
-        db = cri.run_pod("db", uid=uid, cgroup_parent=cgroup_parent(QosClass.GUARANTEED, uid))
+        db = cri.run_pod(PodSpec(name="db", uid=uid,
+                                 cgroup_parent=cgroup_parent(QosClass.GUARANTEED, uid)))
         pg = cri.create_container(db, None, "pg", lab.image, resources=guaranteed(1, "64Mi"))
         assert len(cpus(cri, app)) == 1  # the unstarted container already holds its CPU
         assert pg in {c["id"] for c in inspect_state(plugin.status)["containers"]}

@@ -17,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
-from cpuset_lab.kubelet import KubeletClient, QosClass
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
 from tests.e2e.test_plugin import (
     ONLINE,
     Plugin,

@@ -25,14 +25,11 @@ from cpuset_adapters import cgroupfs
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import cgroups, plugin_log
-from cpuset_lab.containerd import LabContainerd, find_installation
-from cpuset_lab.kubelet import (
-    KubeletClient,
-    QosClass,
-    cgroup_parent,
-    container_resources,
-    guaranteed,
-)
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed
 
 pytestmark = pytest.mark.e2e
 
@@ -153,8 +150,8 @@ def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None
         namespace: str = "default") -> Iterator[str]:
     uid = str(uuid.uuid4())
     annotations = {KEY: pins} if pins is not None else {}
-    with cri.pod(name, uid=uid, cgroup_parent=cgroup_parent(qos, uid), namespace=namespace,
-                 annotations=annotations) as pod_id:
+    with cri.pod(PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
+                         namespace=namespace, annotations=annotations)) as pod_id:
         yield pod_id
 
 
@@ -383,8 +380,9 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     from concurrent.futures import ThreadPoolExecutor
 
     last = ONLINE.last()
-    pods = [cri.run_pod(f"burst-{n}", "burst", str(uuid.uuid4()),
-                        cgroup_parent=cgroup_parent(QosClass.BURSTABLE, str(uuid.uuid4())))
+    pods = [cri.run_pod(PodSpec(name=f"burst-{n}", namespace="burst", uid=str(uuid.uuid4()),
+                                cgroup_parent=cgroup_parent(QosClass.BURSTABLE,
+                                                            str(uuid.uuid4()))))
             for n in range(20)]
     with ThreadPoolExecutor(8) as pool:
         ids = list(pool.map(lambda n: shared(cri, lab, pods[n % 20], f"c{n}"), range(100)))

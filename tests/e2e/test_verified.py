@@ -16,7 +16,8 @@ import pytest
 from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
-from cpuset_lab.kubelet import KubeletClient, QosClass, cgroup_parent
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from tests.e2e.test_plugin import (
     ONLINE,
     Plugin,
@@ -49,8 +50,8 @@ def test_a_pin_arriving_mid_burst_leaves_no_shared_container_on_its_cpu(
     pool = ONLINE - CPUSet([last])
     converged: list[float] = []
     for repeat in range(REPEATS):
-        pods = [cri.run_pod(f"burst-{repeat}-{n}", "burst", uid,
-                            cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid))
+        pods = [cri.run_pod(PodSpec(name=f"burst-{repeat}-{n}", namespace="burst", uid=uid,
+                                    cgroup_parent=cgroup_parent(QosClass.BURSTABLE, uid)))
                 for n, uid in enumerate(str(n) + os.urandom(6).hex() for n in range(BURST))]
         with ThreadPoolExecutor(WORKERS) as workers:
             first = list(workers.map(lambda p: shared(cri, lab, p), pods[:BURST // 2]))

@@ -3,7 +3,7 @@
 The daemon reads running containers through it when the runtime does not synchronize a
 pre-installed plugin (``inventory.py``); the test lab extends it to drive the runtime like a
 kubelet (``cpuset_lab.kubelet``). It speaks gRPC over the runtime's unix socket with the messages
-of ``proto/cri.proto`` (field numbers are the real CRI's).
+of ``proto/cri.proto`` (field numbers are the real CRI's); what it returns is in ``results``.
 
 Every failed call raises ``CriError`` carrying the gRPC status code and the runtime's own message;
 when an NRI plugin rejects a container, CreateContainer fails and the plugin's reason is in
@@ -12,9 +12,7 @@ when an NRI plugin rejects a container, CreateContainer fails and the plugin's r
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Protocol, Self, TypeVar
@@ -22,15 +20,19 @@ from typing import Final, Protocol, Self, TypeVar
 import grpc
 
 from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_adapters.cri.results import (
+    ContainerInfo,
+    ContainerStatus,
+    PodInfo,
+    PodStatus,
+    Resources,
+    RuntimeVersion,
+    decode_info,
+    pid_from_info,
+)
 
 #: The CRI API version this client speaks (``VersionRequest.version``).
 CRI_API_VERSION: Final = "v1"
-#: kubelet's CFS period (``cpuCFSQuotaPeriod`` default) in microseconds.
-DEFAULT_CPU_PERIOD: Final = 100_000
-#: kubelet's bounds for CPU shares and quota (``milliCPUToShares`` / ``milliCPUToQuota``).
-MIN_SHARES: Final = 2
-MAX_SHARES: Final = 262_144
-MIN_QUOTA: Final = 1_000
 
 
 class _Message(Protocol):
@@ -61,147 +63,6 @@ class CriError(Exception):
         """The status code's name, e.g. ``"UNKNOWN"`` or ``"NOT_FOUND"``."""
         name = getattr(self.code, "name", None)
         return name if isinstance(name, str) else str(self.code)
-
-
-@dataclass(frozen=True, slots=True)
-class Resources:
-    """The CFS and memory settings of ``LinuxContainerResources`` (0 / "" = not specified)."""
-
-    cpu_period: int = 0
-    cpu_quota: int = 0
-    cpu_shares: int = 0
-    memory_limit: int = 0
-    cpuset_cpus: str = ""
-    cpuset_mems: str = ""
-
-    def to_proto(self) -> pb.LinuxContainerResources:
-        return pb.LinuxContainerResources(
-            cpu_period=self.cpu_period, cpu_quota=self.cpu_quota, cpu_shares=self.cpu_shares,
-            memory_limit_in_bytes=self.memory_limit, cpuset_cpus=self.cpuset_cpus,
-            cpuset_mems=self.cpuset_mems)
-
-    @classmethod
-    def from_proto(cls, res: pb.LinuxContainerResources) -> Resources:
-        return cls(cpu_period=res.cpu_period, cpu_quota=res.cpu_quota, cpu_shares=res.cpu_shares,
-                   memory_limit=res.memory_limit_in_bytes, cpuset_cpus=res.cpuset_cpus,
-                   cpuset_mems=res.cpuset_mems)
-
-
-# ---- results -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeVersion:
-    """CRI ``Version``: e.g. ``containerd``, ``1.7.24~ds1``, API ``v1``."""
-
-    version: str
-    runtime_name: str
-    runtime_version: str
-    runtime_api_version: str
-
-
-@dataclass(frozen=True, slots=True)
-class PodInfo:
-    """One sandbox from ``ListPodSandbox``."""
-
-    id: str
-    name: str
-    namespace: str
-    uid: str
-    ready: bool
-    annotations: Mapping[str, str]
-    labels: Mapping[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class PodStatus:
-    """``PodSandboxStatus`` (verbose)."""
-
-    id: str
-    name: str
-    namespace: str
-    uid: str
-    ready: bool
-    annotations: Mapping[str, str]
-    #: The verbose ``info`` map, JSON values decoded (containerd: ``info`` with ``pid``,
-    #: ``config`` = the PodSandboxConfig it ran, ``runtimeSpec``, ...).
-    info: Mapping[str, object] = field(repr=False)
-
-    @property
-    def pid(self) -> int | None:
-        return _pid_from_info(self.info)
-
-    @property
-    def cgroup_parent(self) -> str | None:
-        """The sandbox config's ``linux.cgroup_parent`` as the runtime recorded it."""
-        parent = _dig(self.info, "info", "config", "linux", "cgroup_parent")
-        return parent if isinstance(parent, str) else None
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerInfo:
-    """One container from ``ListContainers``."""
-
-    id: str
-    pod_id: str
-    name: str
-    state: str  # CONTAINER_CREATED / _RUNNING / _EXITED / _UNKNOWN
-    annotations: Mapping[str, str]
-    labels: Mapping[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerStatus:
-    """``ContainerStatus`` (verbose): state, resources as the runtime records them, and pid."""
-
-    id: str
-    name: str
-    state: str
-    exit_code: int
-    reason: str
-    message: str
-    resources: Resources | None
-    annotations: Mapping[str, str]
-    #: The init process on the host (containerd's verbose ``info.pid``); None when not running.
-    pid: int | None
-    #: The verbose ``info`` map, JSON values decoded (containerd: ``info`` with ``pid``,
-    #: ``sandboxID``, ``runtimeSpec``, ...).
-    info: Mapping[str, object] = field(repr=False)
-
-    @property
-    def running(self) -> bool:
-        return self.state == "CONTAINER_RUNNING"
-
-    @property
-    def cgroups_path(self) -> str | None:
-        """``runtimeSpec.linux.cgroupsPath`` from the verbose info, if the runtime gave it."""
-        spec = _dig(self.info, "info", "runtimeSpec", "linux", "cgroupsPath")
-        return spec if isinstance(spec, str) else None
-
-
-def _dig(obj: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _decode_info(info: Mapping[str, str]) -> dict[str, object]:
-    decoded: dict[str, object] = {}
-    for key, value in info.items():
-        try:
-            decoded[key] = json.loads(value)
-        except ValueError:
-            decoded[key] = value
-    return decoded
-
-
-def _pid_from_info(info: Mapping[str, object]) -> int | None:
-    pid = _dig(info, "info", "pid")
-    if pid is None:
-        pid = info.get("pid")
-    return pid if isinstance(pid, int) and pid > 0 else None
 
 
 def _serialize(message: _Message) -> bytes:
@@ -292,7 +153,7 @@ class CriClient:
         return PodStatus(id=status.id, name=status.metadata.name,
                          namespace=status.metadata.namespace, uid=status.metadata.uid,
                          ready=status.state == pb.SANDBOX_READY,
-                         annotations=dict(status.annotations), info=_decode_info(resp.info))
+                         annotations=dict(status.annotations), info=decode_info(resp.info))
 
     def container_status(self, container_id: str) -> ContainerStatus:
         resp = self.call(
@@ -300,7 +161,7 @@ class CriClient:
             pb.ContainerStatusRequest(container_id=container_id, verbose=True),
             pb.ContainerStatusResponse)
         status = resp.status
-        info = _decode_info(resp.info)
+        info = decode_info(resp.info)
         resources = (Resources.from_proto(status.resources.linux)
                      if status.HasField("resources") and status.resources.HasField("linux")
                      else None)
@@ -308,7 +169,7 @@ class CriClient:
             id=status.id, name=status.metadata.name,
             state=pb.ContainerState.Name(status.state), exit_code=status.exit_code,
             reason=status.reason, message=status.message, resources=resources,
-            annotations=dict(status.annotations), pid=_pid_from_info(info), info=info)
+            annotations=dict(status.annotations), pid=pid_from_info(info), info=info)
 
     def list_containers(self, pod_id: str | None = None, *,
                         state: str | None = None) -> list[ContainerInfo]:

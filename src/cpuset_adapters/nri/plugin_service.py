@@ -23,15 +23,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
-
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+from typing import TypeVar
 
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.mux import Reply
+from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.subscription import subscription_mask
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 
@@ -44,30 +44,9 @@ DEFAULT_REQUEST_TIMEOUT_MS = 2000
 
 SLOW_HANDLER_FRACTION = 0.1
 
-SUBSCRIBABLE_EVENTS = frozenset(e for e in Event if e <= Event.REMOVE_CONTAINER)
-"""Events a handler may subscribe to. Runtimes before NRI v0.10 (containerd up to 2.1) refuse a
-mask with higher bits and close the plugin (§4.5, §7), and this service does not serve the
-UpdatePodSandbox and ValidateContainerAdjustment RPCs those events need."""
-
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
 _ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
                  "StartContainer", "PostStartContainer", "PostUpdateContainer")
-
-
-def subscription_mask(events: Iterable[Event]) -> int:
-    """``ConfigureResponse.events`` for ``events``; raises ``ValueError`` for an empty set
-    (0 would subscribe to *every* event) or one outside :data:`SUBSCRIBABLE_EVENTS`."""
-    chosen = frozenset(events)
-    if not chosen:
-        raise ValueError("no events subscribed (an empty mask means every event to the runtime)")
-    unsupported = chosen - SUBSCRIBABLE_EVENTS
-    if unsupported:
-        names = ", ".join(sorted(e.name for e in unsupported))
-        raise ValueError(f"cannot subscribe to {names}: not every runtime version accepts it")
-    mask = 0
-    for event in chosen:
-        mask |= event.bit
-    return mask
 
 
 @dataclass(eq=False)
@@ -81,28 +60,7 @@ class ConnectionState:
     sync_containers: list[pb.Container] = field(default_factory=list)
 
 
-class _Message(Protocol):
-    def ParseFromString(self, serialized: bytes, /) -> int: ...  # noqa: N802 - protobuf's name
-
-    def SerializeToString(self) -> bytes: ...  # noqa: N802
-
-
-_M = TypeVar("_M", bound=_Message)
 _T = TypeVar("_T")
-
-
-def decode(message: _M, payload: bytes) -> _M:
-    """Parse ``payload`` into ``message``; raises :class:`RpcError` (INVALID_ARGUMENT)."""
-    try:
-        message.ParseFromString(payload)
-    except DecodeError as exc:
-        raise RpcError(StatusCode.INVALID_ARGUMENT,
-                       f"undecodable {type(message).__name__}: {exc}") from exc
-    return message
-
-
-def encode(message: _Message) -> bytes:
-    return message.SerializeToString()
 
 
 class _HandlerFailedError(Exception):

@@ -35,15 +35,8 @@ from cpuset_adapters.nri.launch import (
     validate_identity,
 )
 from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
-from cpuset_adapters.nri.plugin_service import (
-    PLUGIN_SERVICE,
-    SUBSCRIBABLE_EVENTS,
-    ConnectionState,
-    PluginService,
-    decode,
-    encode,
-    subscription_mask,
-)
+from cpuset_adapters.nri.payload import decode, encode
+from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
 from cpuset_core import ContainerUpdate
@@ -53,7 +46,6 @@ __all__ = [
     "DEFAULT_SOCKET_PATH",
     "PLUGIN_SERVICE",
     "RUNTIME_SERVICE",
-    "SUBSCRIBABLE_EVENTS",
     "ConnectionLostError",
     "Endpoint",
     "InheritedSocket",
@@ -66,7 +58,6 @@ __all__ = [
     "UpdateContainersError",
     "connect",
     "launch_from_environ",
-    "subscription_mask",
     "validate_identity",
 ]
 

@@ -13,7 +13,9 @@ from cpuset_cli import bootstrap, demo, plan_view, render, state_view
 from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.commands.topology_input import read_topology, source_name, topology_options
-from cpuset_cli.pods import PodsInputError, PodSpec, load_pods
+from cpuset_cli.pod_fields import PodsInputError
+from cpuset_cli.pod_specs import PodSpec
+from cpuset_cli.pods import load_pods
 from cpuset_core import AdmissionError, CpusetError, Plan, Topology
 
 EXIT_OK: Final = 0

@@ -10,18 +10,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from cpuset_adapters.cri.client import CriError, Resources
+from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
-from cpuset_lab.kubelet import (
-    KubeletClient,
-    QosClass,
-    cgroup_parent,
-    container_resources,
-    guaranteed,
-    memory_bytes,
-    milli_cpus,
-)
+from cpuset_adapters.cri.results import Resources
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus
 
 UID = "0f6a1c2e-1111-4d2b-9c3a-5e6f7a8b9c0d"
 
@@ -142,8 +137,8 @@ def fake(tmp_path: Path) -> Iterator[tuple[KubeletClient, _DryRunRuntime]]:
 def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
     client, runtime = fake
     assert client.version().runtime_version == "1.7.24"
-    pod = client.run_pod("web", "prod", UID, annotations={"a": "b"},
-                         cgroup_parent=cgroup_parent(QosClass.GUARANTEED, UID))
+    pod = client.run_pod(PodSpec(name="web", namespace="prod", uid=UID, annotations={"a": "b"},
+                                 cgroup_parent=cgroup_parent(QosClass.GUARANTEED, UID)))
     assert pod == "pod-1"
     cid = client.create_container(pod, None, "app", "img:1", resources=guaranteed(1, "64Mi"),
                                   cpuset_cpus="ignored when resources are given",
@@ -172,7 +167,7 @@ def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) 
 
 def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
     client, _ = fake
-    pod = client.run_pod("web")
+    pod = client.run_pod(PodSpec(name="web"))
     with pytest.raises(CriError) as caught:
         client.create_container(pod, None, "rejected", "img:1")
     err = caught.value

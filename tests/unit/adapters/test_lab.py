@@ -14,7 +14,8 @@ import pytest
 from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import cgroups
-from cpuset_lab.containerd import LabContainerd, LabError
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import LabError
 from cpuset_lab.image import IMAGE_NAME, build_image_archive, goarch
 
 
@@ -64,7 +65,7 @@ def test_goarch() -> None:
 def test_containerd_config_is_private_and_enables_nri(tmp_path: Path) -> None:
     lab = LabContainerd(tmp_path, nri_plugin_path=tmp_path / "plugins",
                         registration_timeout="3s", request_timeout="1s")
-    config = tomllib.loads(lab.config_text())
+    config = tomllib.loads(lab.config.text())
     assert config["version"] == 2
     assert config["root"].startswith(str(tmp_path))
     assert config["grpc"]["address"] == str(lab.cri_address)
@@ -79,13 +80,13 @@ def test_containerd_config_is_private_and_enables_nri(tmp_path: Path) -> None:
     assert cri["restrict_oom_score_adj"] is True
     runc = cri["containerd"]["runtimes"]["runc"]
     assert runc["options"]["BinaryName"] == "/usr/sbin/runc"
-    assert tomllib.loads(LabContainerd(tmp_path, nri_enabled=False).config_text())[
+    assert tomllib.loads(LabContainerd(tmp_path, nri_enabled=False).config.text())[
         "plugins"]["io.containerd.nri.v1.nri"]["disable"] is True
 
 
 def test_overlong_socket_paths_are_refused(tmp_path: Path) -> None:
     with pytest.raises(LabError, match="too long"):
-        LabContainerd(tmp_path / ("x" * 120)).write_config()
+        LabContainerd(tmp_path / ("x" * 120)).config.write()
 
 
 def _write(path: Path, text: str) -> None:

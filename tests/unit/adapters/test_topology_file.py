@@ -12,14 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpuset_adapters.sysfs import SysfsTopologySource
-from cpuset_adapters.topology_file import (
-    TopologyFileSource,
-    dump_topology,
-    format_topology,
-    load_topology,
-    parse_topology,
-    write_topology,
-)
+from cpuset_adapters.topology_file import TopologyFileSource, load_topology, parse_topology
+from cpuset_adapters.topology_file_writer import dump_topology, format_topology, write_topology
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import TopologyError
 from cpuset_core.topology import CpuInfo, Topology

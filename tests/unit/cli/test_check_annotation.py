@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_adapters.topology_file import dump_topology, write_topology
+from cpuset_adapters.topology_file_writer import dump_topology, write_topology
 from cpuset_cli.commands.check_annotation import check_annotation
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.machines import (

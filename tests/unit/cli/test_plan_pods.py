@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cpuset_adapters.topology_file import write_topology
+from cpuset_adapters.topology_file_writer import write_topology
 from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
 from cpuset_core import ContainerFacts, CpusetEngine, PodFacts

@@ -9,17 +9,10 @@ from typing import Any
 
 import pytest
 
-from cpuset_cli.pods import (
-    PodsInputError,
-    QuantityError,
-    cpu_millis,
-    cpu_quota,
-    cpu_shares,
-    load_pods,
-    memory_bytes,
-    parse_pods,
-    parse_quantity,
-)
+from cpuset_adapters.kubelet import cpu_quota, cpu_shares
+from cpuset_cli.pod_fields import PodsInputError
+from cpuset_cli.pod_quantity import QuantityError, cpu_millis, memory_bytes, parse_quantity
+from cpuset_cli.pods import load_pods, parse_pods
 from cpuset_core import QoS, Settings, classify, qos_from_cgroup_parent
 from tests.builders.kube import container, kube_list, pod
 

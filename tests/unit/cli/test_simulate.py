@@ -434,7 +434,7 @@ def test_the_split_core_tracker_agrees_with_a_full_recount_on_a_random_mix() -> 
 
 
 def test_simulate_reads_a_real_topology_file(tmp_path: Path) -> None:
-    from cpuset_adapters.topology_file import write_topology
+    from cpuset_adapters.topology_file_writer import write_topology
 
     write_topology(EPYC, tmp_path / "epyc.json")
     (tmp_path / "trace.json").write_text(json.dumps(trace(add(1, 8), add(2, 4, "0-3"))))

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from cpuset_adapters.cri.client import (
+from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.inventory import read_inventory
+from cpuset_adapters.cri.results import (
     ContainerInfo,
     ContainerStatus,
-    CriError,
     PodInfo,
     PodStatus,
     Resources,
 )
-from cpuset_adapters.cri.inventory import read_inventory
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import InheritedSocket
 from cpuset_adapters.static_topology import StaticTopologySource

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 
 from cpuset_adapters.nri import ttrpc
-from cpuset_adapters.nri.mux import (
+from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
+from cpuset_adapters.nri.mux_frames import (
     MAX_FRAME_LENGTH,
-    ConnectionLostError,
     FrameDecoder,
-    Multiplexer,
-    Reply,
     encode_frame,
     frame_message,
 )

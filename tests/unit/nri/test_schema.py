@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cpuset_adapters.nri import plugin_service, session
+from cpuset_adapters.nri import plugin_service, session, subscription
 from cpuset_adapters.nri.handler_port import Event
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.proto import ttrpc_pb2
@@ -163,7 +163,7 @@ def test_event_enum_matches_the_proto_and_the_mask_bits() -> None:
         assert pb.Event.Value(event.name) == event.value
         assert event.bit == 1 << (event.value - 1)
     assert pb.Event.Value("LAST") == 15
-    assert {e.value for e in plugin_service.SUBSCRIBABLE_EVENTS} == set(range(1, 12))
+    assert {e.value for e in subscription.SUBSCRIBABLE_EVENTS} == set(range(1, 12))
 
 
 def test_container_states_are_the_cri_values() -> None:

@@ -25,8 +25,8 @@ from cpuset_adapters.nri.session import (
     RegistrationError,
     SocketPath,
     UpdateContainersError,
-    subscription_mask,
 )
+from cpuset_adapters.nri.subscription import subscription_mask
 from tests.builders.nri import container, pod
 from tests.support.nri_runtime import CallError, PluginGone, RuntimeDouble
 
@@ -665,10 +665,11 @@ def test_the_double_rejects_framing_the_go_reader_cannot_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The framing tests above mean something: one frame per message, as a naive plugin would
     send, kills the connection on a reply over 4096 bytes (ENOMEM in the Go runtime)."""
-    from cpuset_adapters.nri import mux
+    from cpuset_adapters.nri import mux, mux_frames
 
+    # The multiplexer's own name for the framing function is the one to replace.
     monkeypatch.setattr(mux, "frame_message", lambda conn, message: [
-        mux.encode_frame(conn, message)])
+        mux_frames.encode_frame(conn, message)])
     handler = RecordingHandler()
     handler.create_updates = [update(f"container-{i:05d}", "0-63") for i in range(200)]
     path = sock_path(tmp_path)

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cpuset_core import ContainerUpdate, Kind, Placement, Plan
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    ContainerUpdate,
+    Kind,
+    Placement,
+    Plan,
+    PodFacts,
+    Settings,
+    classify,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +53,11 @@ def response_order(plan: Plan) -> list[ContainerUpdate]:
             last.append(update)
     return [*first, *moves, *last]
 
+
+
+def kind_asked(pod: PodFacts, container: ContainerFacts, settings: Settings) -> Kind:
+    """The kind a rejected container asked to be (for the admissions metric)."""
+    try:
+        return classify(pod, container, settings).kind
+    except AdmissionError:  # classification only fails on the pin annotation
+        return Kind.ANNOTATED

@@ -20,19 +20,18 @@ from cpuset_core import (
     ContainerFacts,
     ContainerUpdate,
     CpusetEngine,
-    Kind,
     Ledger,
     Placement,
     Plan,
     PodFacts,
     Settings,
     Topology,
-    classify,
 )
 from cpuset_core.drift import DriftReport, assess
 from cpuset_core.model import subject_of
 from cpuset_service import events, rebuild_log
-from cpuset_service.answers import Admission, Synchronized, response_order
+from cpuset_service.answers import Admission, Synchronized, kind_asked, response_order
+from cpuset_service.cgroup_paths import CgroupPaths
 from cpuset_service.events import decision, short_id
 from cpuset_service.history import History
 from cpuset_service.moves import MovedBy
@@ -57,8 +56,7 @@ class PlacementService:
         self.synchronized = False
         """Whether the state was rebuilt from the runtime on this connection."""
         self._history = History()
-        self._cgroups: dict[str, str] = {}
-        """Each container's cgroup path, as the runtime gave it (for the verifier)."""
+        self._cgroups = CgroupPaths()
         self._moved_by = MovedBy()
 
     # -- what is decided -------------------------------------------------------------------------
@@ -78,8 +76,7 @@ class PlacementService:
     def cgroup_paths(self) -> dict[str, str]:
         """Container id → cgroup path, for the containers the ledger holds whose runtime
         said where their cgroup is."""
-        entries = self._engine.ledger.entries
-        return {cid: path for cid, path in self._cgroups.items() if cid in entries}
+        return self._cgroups.of(self._engine.ledger)
 
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
@@ -114,14 +111,14 @@ class PlacementService:
         try:
             plan = self._engine.plan_create(pod, container)
         except AdmissionError as error:
-            kind = self._kind_of_rejected(pod, container)
+            kind = kind_asked(pod, container, self._engine.settings)
             self.observer.admission(kind, "rejected", error.reason)
             decision(logging.WARNING, "reject", container=error.subject,
                      container_id=container.id, kind=kind, cpus=None, mems=None,
                      reason=error.reason, detail=error.detail)
             raise
         self._engine.commit(plan)
-        self._remember_cgroup(container)
+        self._cgroups.remember(container)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
@@ -234,7 +231,7 @@ class PlacementService:
         self._engine.commit(plan)
         self.synchronized = True
         for container in containers:
-            self._remember_cgroup(container)
+            self._cgroups.remember(container)
         self._history.keep_only(plan.result.entries)
         for cid, entry in plan.result.entries.items():
             if cid not in self._history:
@@ -313,15 +310,11 @@ class PlacementService:
         answered = {u.container_id for u in updates}
         return [*updates, *self.pusher.take_for_answer({*busy, *answered}, answered=answered)]
 
-    def _remember_cgroup(self, container: ContainerFacts) -> None:
-        if container.cgroups_path:
-            self._cgroups[container.id] = container.cgroups_path
-
     def _forget(self, container_id: str) -> None:
         """The container is gone: forget it, and re-send whatever its creation moved (a failed
         creation's moves may never have been applied)."""
         self._history.forget(container_id)
-        self._cgroups.pop(container_id, None)
+        self._cgroups.forget(container_id)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)
         self.pusher.force(self._moved_by.take(container_id))
@@ -336,10 +329,3 @@ class PlacementService:
                             cpus=update.cpus, mems=update.mems, reason=update.reason)
         if updates:
             self.observer.response_updates([u.container_id for u in updates], moves)
-
-    def _kind_of_rejected(self, pod: PodFacts, container: ContainerFacts) -> Kind:
-        """The kind a rejected container asked to be (for the admissions metric)."""
-        try:
-            return classify(pod, container, self._engine.settings).kind
-        except AdmissionError:  # classification only fails on the pin annotation
-            return Kind.ANNOTATED

@@ -60,7 +60,10 @@ def test_a_pin_arriving_mid_burst_leaves_no_shared_container_on_its_cpu(
                 shared(cri, lab, io, "io")  # the pin, while the workers create the rest
                 ids = first + list(later)
                 ended = time.monotonic()
-                wait_until(lambda ids=ids: all(cpus(cri, cid) == pool for cid in ids),
+                def off_the_pin(ids: list[str] = ids) -> bool:
+                    return all(cpus(cri, cid) == pool for cid in ids)
+
+                wait_until(off_the_pin,
                            f"repetition {repeat}: every shared container off CPU {last}")
                 converged.append(time.monotonic() - ended)
         for pod_id in pods:

@@ -37,7 +37,7 @@ REPO: Final = Path(__file__).resolve().parents[2]
 DEFAULT_RESULTS: Final = REPO / "build" / "vm-results"
 BOOT_TIMEOUT: Final = 600.0
 SHAPE_TIMEOUT: Final = 2400.0
-TIME_SCALE: Final = 15
+TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
 _QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
 #: Drivers udev would load for QEMU's q35 devices (SATA, CD-ROM, watchdogs, SMBus, speaker,

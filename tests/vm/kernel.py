@@ -100,3 +100,43 @@ def placement(cri: KubeletClient, container_id: str) -> Placement:
     assert cgroup.effective_cpus == process.cpus, (cgroup, process)
     assert cgroup.effective_mems == process.mems, (cgroup, process)
     return Placement(cpus=process.cpus, mems=process.mems, cgroup=cgroup)
+
+
+def ancestry(cri: KubeletClient, container_id: str) -> str:
+    """The ``cpuset.cpus`` of the container's cgroup and of each ancestor up to the root, one
+    line each (for messages: a CPU an ancestor lacks, no descendant can get)."""
+    status = cri.container_status(container_id)
+    if status.cgroups_path is None:
+        return "(no cgroup path)"
+    directory = cgroupfs.cgroup_dir(status.cgroups_path)
+    lines = []
+    while directory not in (cgroupfs.CGROUP_ROOT, directory.parent):
+        try:
+            cpus = (directory / "cpuset.cpus").read_text().strip()
+        except OSError as exc:
+            cpus = f"unreadable ({exc.strerror})"
+        lines.append(f"  {directory}: cpuset.cpus={cpus or '(empty: inherited)'}")
+        directory = directory.parent
+    return "cgroups, innermost first:\n" + "\n".join(lines)
+
+
+V1_CPUSET = cgroupfs.CGROUP_ROOT / "cpuset"
+_POD_TIERS = ("kubepods", "burstable", "besteffort")
+
+
+def v1_pod_tiers() -> list[Path]:
+    """The kubelet-style cgroups above containers (``kubepods``, its QoS tiers and the
+    ``pod<uid>`` directories) in the v1 cpuset hierarchy, parents before children."""
+    found = [directory for directory in V1_CPUSET.rglob("*")
+             if directory.is_dir() and (directory.name in _POD_TIERS
+                                        or directory.name.startswith("pod"))]
+    return sorted(found, key=lambda d: (len(d.parts), d))
+
+
+def restore_v1_pod_tiers() -> None:
+    """Give the pod tiers every CPU of their parent again, top down: what an operator (or a
+    node agent) must do on cgroup v1 after a CPU comes back online, because the kernel removed
+    it from every cpuset when it went offline and restores it to none."""
+    for directory in v1_pod_tiers():
+        cpus = (directory.parent / "cpuset.cpus").read_text().strip()
+        (directory / "cpuset.cpus").write_text(cpus)

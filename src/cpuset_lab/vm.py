@@ -151,6 +151,7 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
             time.sleep(1.0)
         proc.wait()
         copier.join(timeout=10)
+    (results / "vng.rc").write_text(f"{proc.returncode}\n")
     wall = time.monotonic() - started
     tail.done.set()
     if echo:
@@ -178,7 +179,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _explain(result: ShapeResult, results: Path) -> str:
     """Why a shape failed, with the end of the log that says most."""
-    lines = [f"{result.shape}: {result.outcome.value}: {result.detail}"]
+    code = _read_text(results / "vng.rc").strip() or "?"
+    lines = [f"{result.shape}: {result.outcome.value}: {result.detail} (virtme-ng exit code "
+             f"{code})"]
     lines += [f"  not passed: {test}" for test in result.failed_tests]
     log = "console.log" if result.outcome is Outcome.NOT_BOOTED else "guest.log"
     with contextlib.suppress(OSError):
@@ -186,6 +189,13 @@ def _explain(result: ShapeResult, results: Path) -> str:
         lines.append(f"  --- last {len(tail)} lines of {results / log}:")
         lines += [f"  {line}" for line in tail]
     return "\n".join(lines)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -236,6 +246,14 @@ def main(argv: list[str]) -> int:
         result = run_shape(shape, results, vng=args.vng, kernel=kernel, python=sys.executable,
                            pytest_args=pytest_args, boot_timeout=args.boot_timeout,
                            timeout=args.timeout)
+        if result.outcome is Outcome.NOT_BOOTED:
+            # QEMU's software emulation has been seen to crash (segfault) while the guest
+            # kernel brings its CPUs up: one more boot before calling it a failure.
+            print(_explain(result, results) + f"\n== VM lab: {name}: booting once more",
+                  flush=True)
+            result = run_shape(shape, results, vng=args.vng, kernel=kernel,
+                               python=sys.executable, pytest_args=pytest_args,
+                               boot_timeout=args.boot_timeout, timeout=args.timeout)
         outcomes.append(result)
         if not result.ok:
             print(_explain(result, results), flush=True)

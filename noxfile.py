@@ -104,3 +104,12 @@ def bench_quality(session: nox.Session) -> None:
     (prints both side by side and the issue's targets; ``-- --quick`` for a smoke run)."""
     install_dev(session)
     session.run("python", "bench/quality.py", *session.posargs)
+
+
+@nox.session(python=None, venv_backend="none")
+def vm(session: nox.Session) -> None:
+    """The VM lab: real kernels under QEMU with every machine shape (2 sockets x 2 cores x 2
+    threads on 2 NUMA nodes, a memoryless node, isolcpus=, cgroup v1), tests/vm in each (root;
+    installs QEMU, a kernel, containerd and virtme-ng; about 25 minutes). ``nox -s vm --
+    default`` runs one shape, ``-- --list`` lists them."""
+    session.run("bash", "scripts/vm-test", *(session.posargs or ["--all"]), external=True)

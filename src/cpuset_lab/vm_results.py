@@ -1,0 +1,146 @@
+"""What one guest of the VM lab left in its results directory, judged.
+
+The guest script (``scripts/vm-guest``) writes, on the shared (``--rwdir``) results directory:
+``booted`` (the guest's uptime when the script started), ``pytest.rc`` (pytest's exit code),
+``timings`` (``name seconds`` lines, guest uptimes) and ``junit.xml``. A shape passes only when
+the guest booted, pytest exited 0, and the JUnit report counts at least one test and no
+failure, error or skip (a skip in the lab means a test did not check what it is there for).
+"""
+
+from __future__ import annotations
+
+import enum
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Outcome(enum.Enum):
+    PASSED = "passed"
+    NOT_BOOTED = "guest did not boot"
+    TIMED_OUT = "timed out"
+    NO_RESULTS = "no test results"
+    FAILED = "tests failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """A JUnit report's totals."""
+
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+    @property
+    def passed(self) -> int:
+        return self.tests - self.failures - self.errors - self.skipped
+
+    def __str__(self) -> str:
+        return (f"{self.passed} passed, {self.failures} failed, {self.errors} errors, "
+                f"{self.skipped} skipped")
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeResult:
+    """One shape's run: its outcome, the figures, and why it failed (empty when it passed)."""
+
+    shape: str
+    outcome: Outcome
+    counts: Counts = Counts()
+    boot_s: float | None = None
+    """Guest uptime when the guest script started (kernel boot and virtme-ng's init)."""
+    tests_s: float | None = None
+    """The guest's pytest session (containerd and the plugin start inside it)."""
+    wall_s: float = 0.0
+    """Host wall clock from launching QEMU to its exit."""
+    failed_tests: list[str] = field(default_factory=list)
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.PASSED
+
+
+def read_counts(junit: Path) -> tuple[Counts, list[str]]:
+    """The totals of a pytest JUnit report and the ids of the tests that did not pass.
+    Raises ``OSError`` or ``ET.ParseError`` when the report is missing or unreadable."""
+    root = ET.parse(junit).getroot()  # noqa: S314 - our own guest's report
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    totals = [0, 0, 0, 0]
+    bad: list[str] = []
+    for suite in suites:
+        for i, key in enumerate(("tests", "failures", "errors", "skipped")):
+            totals[i] += int(suite.get(key, "0"))
+        for case in suite.iter("testcase"):
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    bad.append(f"{case.get('classname', '')}::{case.get('name', '')} "
+                               f"({child.tag})")
+                    break
+    return Counts(*totals), bad
+
+
+def read_timings(results: Path) -> dict[str, float]:
+    """``timings``: the guest's ``name uptime`` lines (missing file: nothing)."""
+    marks: dict[str, float] = {}
+    try:
+        text = (results / "timings").read_text()
+    except OSError:
+        return marks
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        try:
+            marks[name] = float(value)
+        except ValueError:
+            continue
+    return marks
+
+
+def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool) -> ShapeResult:
+    """The result of the guest that wrote ``results``."""
+    marks = read_timings(results)
+    boot = marks.get("booted")
+    if boot is None:
+        return ShapeResult(shape, Outcome.TIMED_OUT if timed_out else Outcome.NOT_BOOTED,
+                           wall_s=wall_s, detail="the guest script never started")
+    tests_s = (marks["pytest-end"] - marks["pytest-start"]
+               if "pytest-end" in marks and "pytest-start" in marks else None)
+    try:
+        counts, bad = read_counts(results / "junit.xml")
+    except (OSError, ET.ParseError) as exc:
+        return ShapeResult(shape, Outcome.TIMED_OUT if timed_out else Outcome.NO_RESULTS,
+                           boot_s=boot, tests_s=tests_s, wall_s=wall_s,
+                           detail=f"no readable junit.xml ({exc})")
+    rc_text = _read(results / "pytest.rc")
+    problems = []
+    if timed_out:
+        problems.append("the guest was stopped at its time limit")
+    if rc_text != "0":
+        problems.append(f"pytest exited with {rc_text or 'no code'}")
+    if counts.tests == 0:
+        problems.append("no test ran")
+    if counts.failures or counts.errors or counts.skipped:
+        problems.append(str(counts))
+    outcome = (Outcome.PASSED if not problems
+               else Outcome.TIMED_OUT if timed_out else Outcome.FAILED)
+    return ShapeResult(shape, outcome, counts=counts, boot_s=boot, tests_s=tests_s,
+                       wall_s=wall_s, failed_tests=bad, detail="; ".join(problems))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def summary_table(results: list[ShapeResult]) -> str:
+    """One line per shape: outcome, boot, tests, wall clock, counts."""
+    def secs(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f} s"
+
+    header = f"{'shape':<12} {'outcome':<20} {'boot':>7} {'tests':>7} {'wall':>7}  counts"
+    return "\n".join([header, *(f"{r.shape:<12} {r.outcome.value:<20} {secs(r.boot_s):>7} "
+                                 f"{secs(r.tests_s):>7} {secs(r.wall_s):>7}  {r.counts}"
+                                 for r in results)])

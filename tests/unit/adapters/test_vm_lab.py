@@ -1,0 +1,114 @@
+"""The VM lab's host side without a VM: QEMU options from a shape, the guest's facts, and how a
+results directory is judged (no boot, no results, skips and pytest's exit code 5 all fail)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cpuset_lab import vm
+from cpuset_lab.vm_results import Counts, Outcome, judge, summary_table
+from cpuset_lab.vm_shapes import SHAPES, Node, Shape
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"
+errors="{errors}" failures="{failures}" skipped="{skipped}" tests="{tests}" time="1.0">
+<testcase classname="tests.vm.test_smt" name="test_ok" time="0.1"/>
+{bad}</testsuite></testsuites>"""
+
+
+def write_results(directory: Path, *, rc: str | None = "0", tests: int = 3, failures: int = 0,
+                  skipped: int = 0, booted: bool = True, junit: bool = True) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    if booted:
+        (directory / "timings").write_text("booted 20.5\npytest-start 21\npytest-end 121.5\n")
+    if rc is not None:
+        (directory / "pytest.rc").write_text(rc + "\n")
+    if junit:
+        bad = ('<testcase classname="tests.vm.test_smt" name="test_bad" time="0.1">'
+               '<skipped message="why"/></testcase>') if skipped else ""
+        (directory / "junit.xml").write_text(JUNIT.format(
+            errors=0, failures=failures, skipped=skipped, tests=tests, bad=bad))
+    return directory
+
+
+def test_a_guest_whose_script_never_started_did_not_boot(tmp_path: Path) -> None:
+    result = judge("default", write_results(tmp_path, booted=False, rc=None, junit=False),
+                   wall_s=600, timed_out=False)
+    assert result.outcome is Outcome.NOT_BOOTED
+    assert not result.ok
+
+
+def test_a_guest_stopped_at_its_limit_before_booting_timed_out(tmp_path: Path) -> None:
+    result = judge("default", write_results(tmp_path, booted=False, rc=None, junit=False),
+                   wall_s=600, timed_out=True)
+    assert result.outcome is Outcome.TIMED_OUT
+
+
+def test_a_guest_that_booted_but_left_no_report_has_no_results(tmp_path: Path) -> None:
+    result = judge("default", write_results(tmp_path, rc=None, junit=False), wall_s=60,
+                   timed_out=False)
+    assert result.outcome is Outcome.NO_RESULTS
+    assert result.boot_s == 20.5
+
+
+def test_passing_tests_pass_with_boot_and_test_times(tmp_path: Path) -> None:
+    result = judge("default", write_results(tmp_path), wall_s=130, timed_out=False)
+    assert result.ok
+    assert (result.boot_s, result.tests_s) == (20.5, 100.5)
+    assert result.counts == Counts(tests=3)
+    assert "default      passed" in summary_table([result])
+
+
+@pytest.mark.parametrize(("rc", "tests", "skipped"), [
+    ("5", 0, 0),   # pytest ran no test
+    ("0", 3, 1),   # a skip in the lab is a failure, whatever pytest's exit code
+    ("1", 3, 0),   # pytest itself failed
+])
+def test_no_test_a_skip_or_a_failing_exit_code_fails_the_shape(
+        tmp_path: Path, rc: str, tests: int, skipped: int) -> None:
+    result = judge("default", write_results(tmp_path, rc=rc, tests=tests, skipped=skipped),
+                   wall_s=130, timed_out=False)
+    assert result.outcome is Outcome.FAILED
+    assert result.detail
+
+
+def test_a_memoryless_node_gets_cpus_but_no_memory_backend() -> None:
+    shape = Shape(name="t", summary="", tests=(), nodes=(
+        Node(cpus="0-3", memory_mib=512), Node(cpus="4-7", memory_mib=0)),
+        distances={(0, 1): 12})
+    args = " ".join(shape.qemu_args())
+    assert "-smp 8,sockets=2,cores=2,threads=2" in args
+    assert "-numa node,nodeid=0,cpus=0-3,memdev=ram0" in args
+    assert "-numa node,nodeid=1,cpus=4-7 " in args + " "
+    assert args.count("memory-backend-ram") == 1
+    assert "-numa dist,src=0,dst=1,val=12" in args
+    assert shape.facts()["memoryless"] == [1]
+    assert shape.facts()["cores"] == ["0-1", "2-3", "4-5", "6-7"]
+
+
+def test_every_shape_names_test_modules_that_exist_and_ci_runs_the_default() -> None:
+    here = Path(__file__).resolve().parents[2] / "vm"
+    for shape in SHAPES.values():
+        assert shape.tests
+        assert shape.tests[0] == "test_shape.py"
+        for module in shape.tests:
+            assert (here / module).is_file(), f"{shape.name}: {module}"
+        assert shape.memory_mib > 0
+        assert len(shape.distances) in (0, len(shape.nodes) * (len(shape.nodes) - 1) // 2)
+    assert [s.name for s in SHAPES.values() if s.in_ci] == ["default"]
+
+
+def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: Path) -> None:
+    shape = SHAPES["isolcpus"]
+    command = vm.vng_command(shape, tmp_path, vng="vng", kernel=Path("/boot/vmlinuz-6.1.0"))
+    assert command[:3] == ["vng", "--run", "/boot/vmlinuz-6.1.0"]
+    assert "--disable-kvm" in command
+    assert "--append=isolcpus=6-7" in command
+    assert any(arg.startswith("--append=modprobe.blacklist=") for arg in command)
+    assert command[-1].endswith(f"scripts/vm-guest {tmp_path}")
+    vm.prepare(shape, tmp_path / "r", python="/py", pytest_args=["-k", "a b"])
+    env = (tmp_path / "r" / "guest.env").read_text()
+    assert "SHAPE=isolcpus" in env
+    assert "PYTEST_ARGS='-k '\"'\"'a b'\"'\"''" in env
+    assert "strict_reservation = true" in (tmp_path / "r" / "plugin.toml").read_text()

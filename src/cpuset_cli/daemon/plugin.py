@@ -40,6 +40,9 @@ DEFAULT_CRI_SOCKET = default_paths.CRI_SOCKET
 QUIET = 2.0
 """Seconds without a runtime call before the plugin calls UpdateContainers itself on a runtime
 whose locks can deadlock (``locks_are_safe``); until then pending updates ride on answers."""
+SECONDS_PER_UPDATE = 0.05
+"""A generous bound on what containerd takes per container of an UpdateContainers call (runc
+updates each one): a batch slower than that, and than ``QUIET``, is taken to be deadlocked."""
 
 
 @dataclass
@@ -87,7 +90,9 @@ class Daemon:
         return self.session.quiet_for() >= QUIET
 
     async def _send(self, updates: Sequence[ContainerUpdate]) -> None:
-        timeout = None if self._locks_safe() else QUIET
+        # A deadlocked call never returns; a long batch does, at runc's pace per container.
+        timeout = (None if self._locks_safe()
+                   else max(QUIET, SECONDS_PER_UPDATE * len(updates)))
         await self.session.apply_updates(updates, timeout=timeout)
 
     @property

@@ -82,6 +82,16 @@ def bench_nri(session: nox.Session) -> None:
     session.run("python", "bench/nri_latency.py", *session.posargs)
 
 
+@nox.session(name="bench-dense", python=PYTHON)
+def bench_dense(session: nox.Session) -> None:
+    """A dense node on the real containerd: 100/300/500 running shared containers, creation,
+    a pin arriving and leaving, restarts, RSS and CPU, each beside its baseline (root; installs
+    containerd first; about 20 minutes; ``-- --quick`` for a smoke run)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/dense.py", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def proto(session: nox.Session) -> None:
     """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""

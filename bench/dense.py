@@ -1,0 +1,242 @@
+"""A dense node on the real containerd: what the plugin costs with 100 / 300 / 500 running
+shared containers (one pod each, like a kubelet runs them), every figure beside its baseline
+from the same run (needs root and ``scripts/install-containerd``).
+
+For each size, with the plugin stopped (the baseline) and then running:
+
+- CRI CreateContainer latency of a shared container and of an integer one (Guaranteed, 1 CPU:
+  every shared container shrinks off the CPU it takes);
+- the runtime's floor: CRI UpdateContainerResources of every shared container, one at a time,
+  without the plugin (the runtime's own time for that many updates);
+- a pin arriving (``weka.io/cores-ids`` on the last CPU): its CreateContainer latency, the
+  plugin's own time in that call (its CreateContainer hook, from its metrics), and the time
+  until every shared container's cgroup shows the smaller pool, read from the kernel;
+- the pin leaving (stop, remove): the time until every shared container has the pool back;
+- shared creations while a client reads the status socket without pause (``inspect``);
+- start (exec → registered → synchronized); kill -9 of the plugin while the pin leaves, then
+  the time until registered, synchronized and every correction applied (kernel); kill -9 of
+  containerd: from containerd ready again to the plugin registered and synchronized;
+- the plugin's RSS (now and peak) and CPU time.
+
+Run: ``nox -s bench-dense`` or ``python bench/dense.py [--sizes 100,300,500] [--quick]``.
+Prints figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dense_node import DenseNode, timed
+
+from cpuset_adapters.status_socket import read_status
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab import plugin_log
+from cpuset_lab.cgroups import online_cpus
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.plugin_process import REGISTERED, PluginProcess
+
+HOOK_SECONDS = "nri_cpuset_hook_duration_seconds_sum"
+
+
+class Report:
+    """Rows of ``name  value`` printed as they come (a long run shows progress)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, str]] = []
+
+    def add(self, size: int, name: str, value: str) -> None:
+        self.rows.append((size, name, value))
+        print(f"[{size:>4}] {name:<58} {value}", flush=True)
+
+
+def ms(values: list[float]) -> str:
+    ordered = sorted(values)
+    return (f"p50 {statistics.median(ordered):8.1f} ms  max {ordered[-1]:8.1f} ms  "
+            f"(n={len(ordered)})")
+
+
+def with_baseline(value: list[float], baseline: list[float]) -> str:
+    added = statistics.median(value) - statistics.median(baseline)
+    return f"{ms(value)}  +{added:.1f} ms over baseline p50"
+
+
+class DenseBench:
+    def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
+        self.args = args
+        self.lab = LabContainerd(workdir / "lab", installation=find_installation())
+        self.plugin = PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
+                                    listen="127.0.0.1:19477",
+                                    status_socket=workdir / "status" / "status.sock")
+        self.report = Report()
+        self.online = online_cpus()
+        self.pin = CPUSet([max(self.online)])
+        self.pool_with_pin = self.online - self.pin
+
+    def run(self) -> None:
+        self.lab.start()
+        self.lab.import_image()
+        node = DenseNode(self.lab)
+        try:
+            self.plugin.start()
+            self.plugin.wait_for("synchronized", 1)
+            for size in self.args.sizes:
+                node.grow_to(size)
+                self.size(node, size)
+        finally:
+            if self.plugin.process is not None:
+                self.plugin.stop()
+            self.lab.close()
+
+    def size(self, node: DenseNode, n: int) -> None:
+        node.wait_all_on(self.online, time.perf_counter())
+        self.plugin.stop()
+        base_shared = self.creations(node, "shared", self.args.samples)
+        base_integer = self.creations(node, "integer", self.args.pin_samples)
+        floor_shrink = node.update_all(self.pool_with_pin)
+        floor_grow = node.update_all(self.online)
+        self.report.add(n, "runtime floor: N CRI updates (shrink / grow)",
+                        f"{floor_shrink:.2f} s / {floor_grow:.2f} s "
+                        f"({floor_shrink / n * 1000:.1f} ms per update)")
+        self.start_plugin(n, "start (exec)")
+        shared = self.creations(node, "shared", self.args.samples)
+        self.report.add(n, "shared CreateContainer (no plugin)", ms(base_shared))
+        self.report.add(n, "shared CreateContainer (plugin)", with_baseline(shared, base_shared))
+        with self.reading_status() as reads:
+            busy = self.creations(node, "shared", self.args.samples)
+        self.report.add(n, "shared CreateContainer, status socket read nonstop",
+                        f"{with_baseline(busy, base_shared)}; {len(reads)} status reads, "
+                        f"p50 {statistics.median(reads):.1f} ms")
+        integer = self.creations(node, "integer", self.args.pin_samples)
+        self.report.add(n, "integer CreateContainer (no plugin)", ms(base_integer))
+        self.report.add(n, "integer CreateContainer (plugin; shrinks N)",
+                        with_baseline(integer, base_integer))
+        self.pins(node, n, floor_shrink, floor_grow)
+        self.restarts(node, n)
+        memory = self.plugin.memory_kib()
+        self.report.add(n, "plugin memory: VmRSS / VmHWM (peak)",
+                        f"{memory['VmRSS'] / 1024:.1f} MiB / {memory['VmHWM'] / 1024:.1f} MiB")
+        self.report.add(n, "plugin CPU time since its last start",
+                        f"{self.plugin.cpu_seconds():.2f} s")
+
+    def creations(self, node: DenseNode, kind: str, count: int) -> list[float]:
+        """CreateContainer latencies of ``count`` probes of ``kind``, each removed (and the
+        pool back everywhere) before the next."""
+        times = []
+        for _ in range(count):
+            probe = node.create_probe(kind)
+            times.append(probe.create_ms)
+            node.remove_probe(probe)
+            if self.plugin.process is not None:
+                node.wait_all_on(self.online, time.perf_counter())
+        return times
+
+    def pins(self, node: DenseNode, n: int, floor_shrink: float, floor_grow: float) -> None:
+        creates, own, arriving, leaving = [], [], [], []
+        for _ in range(self.args.pin_samples):
+            hook_before = self.plugin.metric(HOOK_SECONDS, {"hook": "CreateContainer"})
+            probe = node.create_probe("pinned", self.pin)
+            own.append((self.plugin.metric(HOOK_SECONDS, {"hook": "CreateContainer"})
+                        - hook_before) * 1000)
+            creates.append(probe.create_ms)
+            arriving.append(node.wait_all_on(self.pool_with_pin, probe.called_at))
+            start = time.perf_counter()
+            node.remove_probe(probe)
+            leaving.append(node.wait_all_on(self.online, start))
+        self.report.add(n, "pin CreateContainer (plugin; shrinks N)", ms(creates))
+        self.report.add(n, "  the plugin's own time in it (hook)", ms(own))
+        self.report.add(n, "pin arriving: all shared on the smaller pool",
+                        f"{ms([s * 1000 for s in arriving])}  "
+                        f"= {statistics.median(arriving) / floor_shrink:.2f}x the floor")
+        self.report.add(n, "pin leaving: all shared on the whole pool again",
+                        f"{ms([s * 1000 for s in leaving])}  "
+                        f"= {statistics.median(leaving) / floor_grow:.2f}x the floor")
+
+    def restarts(self, node: DenseNode, n: int) -> None:
+        probe = node.create_probe("pinned", self.pin)
+        node.wait_all_on(self.pool_with_pin, time.perf_counter())
+        self.plugin.kill()
+        node.remove_probe(probe)  # the pool grows while nobody is there to say so
+        self.start_plugin(n, "restart after kill -9")
+        corrected = node.wait_all_on(self.online, self.plugin.started_at)
+        self.report.add(n, "  every correction applied (kernel), from exec", f"{corrected:.3f} s")
+        synchronized = len(self.plugin_events("synchronized"))
+        registered_count = self.plugin.text().count(REGISTERED)
+        self.lab.kill()
+        start = time.perf_counter()
+        self.lab.start()
+        ready = time.perf_counter()
+        registered = self.plugin.wait_for("registered", registered_count + 1)
+        synced = self.plugin.wait_for("synchronized", synchronized + 1)
+        self.report.add(n, "containerd kill -9: containerd ready again",
+                        f"{ready - start:.3f} s after its exec")
+        self.report.add(n, "  plugin registered / synchronized, from containerd ready",
+                        f"{registered - ready:.3f} s / {synced - ready:.3f} s")
+        node.cri = self.lab.client()
+
+    def start_plugin(self, n: int, what: str) -> None:
+        synchronized = len(self.plugin_events("synchronized"))
+        registered_count = self.plugin.text().count(REGISTERED)
+        self.plugin.start()
+        registered = self.plugin.wait_for("registered", registered_count + 1)
+        synced = self.plugin.wait_for("synchronized", synchronized + 1)
+        self.report.add(n, f"{what} to registered / synchronized",
+                        f"{registered - self.plugin.started_at:.3f} s / "
+                        f"{synced - self.plugin.started_at:.3f} s")
+
+    def plugin_events(self, name: str) -> list[dict[str, object]]:
+        return plugin_log.events(self.plugin.text(), name)
+
+    @contextmanager
+    def reading_status(self) -> Iterator[list[float]]:
+        """Read the status socket in a loop (another process's ``inspect``) while the block
+        runs; yields the list the read times (ms) are appended to."""
+        assert self.plugin.status_socket is not None
+        socket, reads, done = self.plugin.status_socket, [], threading.Event()
+
+        def loop() -> None:
+            while not done.is_set():
+                reads.append(timed(lambda: read_status(socket)))
+
+        reader = threading.Thread(target=loop, daemon=True)
+        reader.start()
+        try:
+            yield reads
+        finally:
+            done.set()
+            reader.join()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,300,500",
+                        type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument("--samples", type=int, default=10, help="shared creations per size")
+    parser.add_argument("--pin-samples", type=int, default=3,
+                        help="integer creations and pin arrivals per size")
+    parser.add_argument("--quick", action="store_true", help="sizes 20,40 and fewer samples")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.samples, args.pin_samples = [20, 40], 3, 2
+    if os.geteuid() != 0:
+        print("needs root (it runs containerd)", file=sys.stderr)
+        return 2
+    if len(online_cpus()) < 2:
+        print("needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="nri-dense-") as tmp:
+        DenseBench(Path(tmp), args).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

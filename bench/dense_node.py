@@ -1,0 +1,136 @@
+"""A dense node for ``bench/dense.py``: many running shared pods on the lab's containerd, and
+the kubelet-like operations the benchmark times, with every placement read from the kernel.
+
+Each shared pod has one container (100m request, Burstable), as a kubelet would run it. The
+probe pods (a shared, an integer or a pinned container created to be timed) are run and removed
+one at a time; only CRI CreateContainer is timed for a creation.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from cpuset_adapters.cgroupfs import CgroupReader
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed
+
+PIN_ANNOTATION = "weka.io/cores-ids"
+SETUP_WORKERS = 4
+"""Pods run side by side while the node fills (a kubelet runs pod workers in parallel too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A pod run to be timed: its sandbox, its container, when CreateContainer was called
+    (``perf_counter``) and how many milliseconds it took."""
+
+    pod_id: str
+    container_id: str
+    called_at: float
+    create_ms: float
+
+
+class DenseNode:
+    """The lab's containerd filled with ``len(self)`` running shared containers."""
+
+    def __init__(self, lab: LabContainerd) -> None:
+        self.lab = lab
+        self.cri: KubeletClient = lab.client()
+        self.cgroups: dict[str, str] = {}
+        """Shared container id → cgroup path."""
+        self._reader = CgroupReader()
+
+    def __len__(self) -> int:
+        return len(self.cgroups)
+
+    def grow_to(self, count: int) -> None:
+        """Run shared pods until ``count`` shared containers run."""
+        missing = range(len(self.cgroups), count)
+        with ThreadPoolExecutor(SETUP_WORKERS) as pool:
+            for cid, path in pool.map(self._run_shared, missing):
+                self.cgroups[cid] = path
+
+    def _run_shared(self, n: int) -> tuple[str, str]:
+        pod_id = self.cri.run_pod(_spec(f"shared-{n}", QosClass.BURSTABLE))
+        cid = self.cri.run_container(pod_id, "app", self.lab.image,
+                                     resources=container_resources(cpu_request="100m"))
+        path = self.cri.container_status(cid).cgroups_path
+        if not path:
+            raise RuntimeError(f"containerd reported no cgroup path for {cid}")
+        return cid, path
+
+    # -- what the kernel enforces ---------------------------------------------------------------
+
+    def cpusets(self) -> dict[str, CPUSet | None]:
+        """Every shared container's ``cpuset.cpus`` as the kernel has it."""
+        return {cid: seen.cpus for cid, seen in self._reader.observe_all(self.cgroups).items()}
+
+    def off(self, expected: CPUSet) -> int:
+        """How many shared containers are not on ``expected``."""
+        return sum(cpus != expected for cpus in self.cpusets().values())
+
+    def wait_all_on(self, expected: CPUSet, since: float, *, timeout: float = 120.0) -> float:
+        """Seconds from ``since`` (a ``perf_counter``) until every shared container's cgroup
+        shows ``expected`` (each sweep reads every cgroup, so a sweep's time bounds the error);
+        raises ``TimeoutError`` with how many are still off."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            off = self.off(expected)
+            now = time.perf_counter()
+            if off == 0:
+                return now - since
+            if now > deadline:
+                raise TimeoutError(f"{off} of {len(self)} shared containers not on {expected} "
+                                   f"after {timeout} s")
+            time.sleep(0.005)
+
+    # -- timed operations -----------------------------------------------------------------------
+
+    def create_probe(self, kind: str, pins: CPUSet | None = None) -> Probe:
+        """Run a pod with one container of ``kind`` (shared, integer: Guaranteed 1 CPU, or
+        pinned to ``pins``), timing CreateContainer, then start it."""
+        qos = QosClass.GUARANTEED if kind == "integer" else QosClass.BURSTABLE
+        annotations = {PIN_ANNOTATION: pins.format()} if pins is not None else None
+        pod_id = self.cri.run_pod(_spec(f"probe-{kind}", qos, annotations))
+        resources = (guaranteed(1, "64Mi") if kind == "integer"
+                     else container_resources(cpu_request="100m"))
+        start = time.perf_counter()
+        cid = self.cri.create_container(pod_id, None, "app", self.lab.image, resources=resources)
+        create_ms = (time.perf_counter() - start) * 1000
+        self.cri.start(cid)
+        return Probe(pod_id, cid, start, create_ms)
+
+    def remove_probe(self, probe: Probe) -> None:
+        """Remove it as a kubelet would: stop the container, remove it, then the pod."""
+        self.cri.stop(probe.container_id)
+        self.cri.remove(probe.container_id)
+        self.cri.stop_pod(probe.pod_id)
+        self.cri.remove_pod(probe.pod_id)
+
+    def update_all(self, cpus: CPUSet) -> float:
+        """CRI UpdateContainerResources on every shared container, one at a time, as the
+        runtime's floor for that many updates; returns the seconds it took."""
+        start = time.perf_counter()
+        for cid in self.cgroups:
+            self.cri.update_resources(cid, cpuset_cpus=cpus.format())
+        return time.perf_counter() - start
+
+
+def timed(action: Callable[[], object]) -> float:
+    """Milliseconds ``action`` took."""
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def _spec(name: str, qos: QosClass, annotations: dict[str, str] | None = None) -> PodSpec:
+    uid = str(uuid.uuid4())
+    return PodSpec(name=f"{name}-{uid[:8]}", namespace="dense", uid=uid,
+                   cgroup_parent=cgroup_parent(qos, uid), annotations=annotations)

@@ -1,0 +1,133 @@
+"""`nri-cpuset run` as a child process of the lab, measured from outside: when it registered and
+synchronized (read from its log), its memory and CPU time (``/proc``), its Prometheus metrics.
+
+Benchmarks use it to time what an operator would see; nothing here reaches into the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from cpuset_lab import plugin_log
+
+REGISTERED = "registered with the runtime"
+"""What the plugin logs once the runtime accepted its registration."""
+
+
+class PluginProcess:
+    """One `nri-cpuset run` process at a time, logging JSON lines to ``log``."""
+
+    def __init__(self, nri_socket: Path, log: Path, *, listen: str = "",
+                 status_socket: Path | None = None, args: Sequence[str] = ()) -> None:
+        self.nri_socket, self.log, self.listen = nri_socket, log, listen
+        self.status_socket = status_socket
+        self.args = tuple(args)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        """``time.perf_counter()`` at the last exec."""
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise RuntimeError("the plugin is not running")
+        return self.process.pid
+
+    def start(self) -> None:
+        status = str(self.status_socket) if self.status_socket is not None else ""
+        command = [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket",
+                   str(self.nri_socket), "--log-format", "json", "--listen", self.listen,
+                   "--status-socket", status, *self.args]
+        env = {**os.environ}
+        env.pop("NRI_PLUGIN_SOCKET", None)  # never the pre-installed path
+        with self.log.open("ab") as out:
+            self.started_at = time.perf_counter()
+            self.process = subprocess.Popen(command, stdout=out,  # noqa: S603 - our module
+                                            stderr=subprocess.STDOUT, env=env)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, predicate_name: str, count: int, *, timeout: float = 60.0,
+                 poll: float = 0.002) -> float:
+        """Wait until the log holds ``count`` of ``predicate_name`` (``"registered"`` or an
+        event name such as ``"synchronized"``); return ``time.perf_counter()`` when seen (the
+        poll interval bounds the error)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            text = self.text()
+            seen = (text.count(REGISTERED) if predicate_name == "registered"
+                    else len(plugin_log.events(text, predicate_name)))
+            now = time.perf_counter()
+            if seen >= count:
+                return now
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"the plugin exited ({self.process.returncode}):\n"
+                                   f"{text[-3000:]}")
+            if now > deadline:
+                raise TimeoutError(f"no {predicate_name} #{count} within {timeout} s:\n"
+                                   f"{text[-3000:]}")
+            time.sleep(poll)
+
+    def stop(self) -> int:
+        """SIGTERM and wait; return the exit code."""
+        process = self._take()
+        process.send_signal(signal.SIGTERM)
+        return process.wait(timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL (``kill -9``) and reap."""
+        process = self._take()
+        process.kill()
+        process.wait(timeout=30)
+
+    def _take(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            raise RuntimeError("the plugin is not running")
+        process, self.process = self.process, None
+        return process
+
+    # -- measured from outside ------------------------------------------------------------------
+
+    def memory_kib(self) -> dict[str, int]:
+        """``VmRSS`` and ``VmHWM`` (peak) in KiB."""
+        found = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in {"VmRSS", "VmHWM"}:
+                found[key] = int(value.split()[0])
+        return found
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time since exec."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        # After the ")" closing the command name: state is field 3, utime 14, stime 15.
+        ticks = int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """The value of one sample of ``/metrics`` (0 when absent), e.g.
+        ``metric("nri_cpuset_hook_duration_seconds_sum", {"hook": "CreateContainer"})``."""
+        if not self.listen:
+            raise RuntimeError("the plugin was started without --listen")
+        with urllib.request.urlopen(f"http://{self.listen}/metrics", timeout=10) as response:
+            body = response.read().decode()
+        wanted = labels or {}
+        total = 0.0
+        for line in body.splitlines():
+            if not line.startswith(name) or line.startswith("#"):
+                continue
+            head, _, value = line.rpartition(" ")
+            metric, _, label_text = head.partition("{")
+            if metric != name:
+                continue
+            pairs = dict(part.split("=", 1) for part in label_text.rstrip("}").split(",") if part)
+            if all(pairs.get(k) == f'"{v}"' for k, v in wanted.items()):
+                total += float(value)
+        return total

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cpuset_adapters import default_paths
@@ -21,9 +21,10 @@ DEFAULT_STATUS_SOCKET = default_paths.STATUS_SOCKET
 MAX_STATUS_BYTES = 64 * 2**20
 
 
-async def serve_status(path: str | Path, snapshot: Callable[[], bytes]) -> asyncio.Server:
+async def serve_status(path: str | Path,
+                       snapshot: Callable[[], Awaitable[bytes]]) -> asyncio.Server:
     """Listen on ``path`` (replacing a stale socket) and answer every connection with
-    ``snapshot()``. Raises ``OSError`` when the socket cannot be created safely: its directory
+    ``await snapshot()``. Raises ``OSError`` when the socket cannot be created safely: its directory
     must belong to this user and be writable by nobody else, and the path must not be a
     symlink."""
     target = Path(path)
@@ -40,7 +41,7 @@ async def serve_status(path: str | Path, snapshot: Callable[[], bytes]) -> async
 
     async def answer(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            writer.write(snapshot())
+            writer.write(await snapshot())
             await writer.drain()
         except (ConnectionError, OSError):
             pass  # the client went away: nothing to do

@@ -3,18 +3,27 @@
 Built from the core's values (ledger, placements, shared pool) and what the adapters know
 (runtime, synchronization, updates the plugin believes each container has). A container
 *drifts* when the cpuset the plugin last set or learned for it differs from the ledger's.
+
+The daemon serves it from the event loop that answers the runtime's hooks, so it is made in two
+steps: :class:`StatusInputs` is taken at once (references to immutable values, shallow copies:
+well under a millisecond at 500 containers), and :func:`render_slices` turns it into the JSON
+document a slice of containers at a time, the daemon letting hooks run between slices. A
+document built in one go took about 7 ms at 500 containers, a delay for every hook behind it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import cattrs
 
-from cpuset_core import CpusetEngine, Kind
+from cpuset_core import CPUSet, CpusetEngine, Entry, Kind, Ledger
 
 SCHEMA_VERSION = 1
+SLICE = 50
+"""Containers per slice of the document: about 0.3 ms of work each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,41 +65,86 @@ class StateView:
     placement and corrected, or could not correct; see ``cpuset_core.drift``)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatusInputs:
+    """Everything the document shows, as it was at one moment (see the module's docstring);
+    ``known`` maps container ids to the cpuset the plugin last set or learned for them,
+    ``history`` to what happened to them."""
+
+    ledger: Ledger
+    shared_pool: CPUSet
+    online: CPUSet
+    runtime: str
+    synchronized: bool
+    known: Mapping[str, CPUSet] = field(default_factory=dict)
+    pending: frozenset[str] = frozenset()
+    history: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    stats: Mapping[str, int] = field(default_factory=dict)
+    kernel_drift: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, engine: CpusetEngine, **rest: object) -> StatusInputs:
+        """The engine's committed state (its ledger is an immutable value) and ``rest``."""
+        return cls(ledger=engine.ledger, shared_pool=engine.shared_pool(),
+                   online=engine.topology.online, **rest)  # type: ignore[arg-type]
+
+
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
-          known: dict[str, str], pending: frozenset[str],
-          history: dict[str, list[str]] | None = None,
-          stats: dict[str, int] | None = None,
-          kernel_drift: dict[str, str] | None = None) -> StateView:
-    """Return the view; ``known`` maps container ids to the cpuset the plugin last set or
-    learned for them, ``history`` to what happened to them."""
-    ledger = engine.ledger
-    pool = engine.shared_pool()
-    containers = []
-    drift = []
-    for cid in sorted(ledger.entries):
-        entry = ledger.entries[cid]
-        cpus = pool if entry.kind is Kind.SHARED else entry.cpus
-        containers.append(ContainerView(
-            id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
-            mems=entry.mems.format() if entry.mems is not None else None,
-            request=entry.request, reason=entry.reason,
-            history=list((history or {}).get(cid, []))))
-        if cid in known and known[cid] != cpus.format():
-            drift.append(cid)
-    return StateView(
-        schema=SCHEMA_VERSION, runtime=runtime, synchronized=synchronized,
-        online=engine.topology.online.format(), shared_pool=pool.format(), containers=containers,
-        pinned={str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
-        exclusive={str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
-        drift=drift, kernel_drift=dict(sorted((kernel_drift or {}).items())),
-        pending_updates=sorted(pending), stats=dict(stats or {}))
+          known: Mapping[str, CPUSet], pending: frozenset[str],
+          history: Mapping[str, Sequence[str]] | None = None,
+          stats: Mapping[str, int] | None = None,
+          kernel_drift: Mapping[str, str] | None = None) -> StateView:
+    """The view of ``engine``'s state in one go (tests, ``plan``'s saved states)."""
+    return decode(render(StatusInputs.of(
+        engine, runtime=runtime, synchronized=synchronized, known=known, pending=pending,
+        history=history or {}, stats=stats or {}, kernel_drift=kernel_drift or {})))
+
+
+def render(inputs: StatusInputs) -> bytes:
+    """The whole document at once."""
+    return b"".join(render_slices(inputs))
+
+
+def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
+    """The document (compact JSON), one piece per :data:`SLICE` containers, then the rest."""
+    ledger, pool = inputs.ledger, inputs.shared_pool
+    drift: list[str] = []
+    yield b'{"containers":['
+    ids = sorted(ledger.entries)
+    for start in range(0, len(ids), SLICE):
+        views = []
+        for cid in ids[start:start + SLICE]:
+            view, cpus = _container(cid, ledger.entries[cid], pool, inputs.history)
+            views.append(view)
+            known = inputs.known.get(cid)
+            if known is not None and known != cpus:
+                drift.append(cid)
+        piece = json.dumps(_converter.unstructure(views), separators=(",", ":"))[1:-1]
+        yield (b"," if start else b"") + piece.encode()
+    rest = {
+        "schema": SCHEMA_VERSION, "runtime": inputs.runtime, "synchronized": inputs.synchronized,
+        "online": inputs.online.format(), "shared_pool": pool.format(),
+        "pinned": {str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
+        "exclusive": {str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
+        "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
+        "pending_updates": sorted(inputs.pending), "stats": dict(inputs.stats)}
+    yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
+
+
+def _container(cid: str, entry: Entry, pool: CPUSet,
+               history: Mapping[str, Sequence[str]]) -> tuple[ContainerView, CPUSet]:
+    cpus = pool if entry.kind is Kind.SHARED else entry.cpus
+    return ContainerView(
+        id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
+        mems=entry.mems.format() if entry.mems is not None else None, request=entry.request,
+        reason=entry.reason, history=list(history.get(cid, ()))), cpus
 
 
 _converter = cattrs.Converter()
 
 
 def encode(view: StateView) -> bytes:
-    return json.dumps(_converter.unstructure(view), indent=2).encode() + b"\n"
+    return json.dumps(_converter.unstructure(view), separators=(",", ":")).encode() + b"\n"
 
 
 def decode(data: bytes) -> StateView:

@@ -91,9 +91,9 @@ class UpdatePusher:
     def pending(self) -> frozenset[str]:
         return frozenset(self._dirty)
 
-    def known(self) -> dict[str, str]:
-        """The cpuset the plugin last set or learned for each container (list format)."""
-        return {cid: cpus.format() for cid, (cpus, _mems) in self._sent.items()}
+    def known(self) -> dict[str, CPUSet]:
+        """The cpuset the plugin last set or learned for each container."""
+        return {cid: cpus for cid, (cpus, _mems) in self._sent.items()}
 
     def take_batch(self) -> list[ContainerUpdate]:
         """Return the updates to send now and clear the dirty set (no-ops dropped)."""

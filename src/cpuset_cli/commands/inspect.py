@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
@@ -34,7 +36,8 @@ def inspect(status_socket: str, output: str) -> None:
     except ValueError as exc:
         fail(f"{status_socket}: {exc}")
     if output == "json":
-        click.echo(data.decode().rstrip())
+        # The daemon serves compact JSON (cheaper to make on its event loop); people read this.
+        click.echo(json.dumps(json.loads(data), indent=2))
         return
     _render(view)
 

@@ -218,10 +218,10 @@ class Daemon:
             containers=dict(Counter(entry.kind for entry in ledger.entries.values())),
             runtime_connected=self.session.connected, synchronized=self.service.synchronized)
 
-    def snapshot(self) -> bytes:
-        """The live state document (``nri-cpuset inspect``)."""
+    def status_inputs(self) -> state_view.StatusInputs:
+        """What ``inspect`` shows, taken at once (cheap: see ``state_view``)."""
         runtime = self.handler.runtime
-        return state_view.encode(state_view.build(
+        return state_view.StatusInputs.of(
             self.service.engine,
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.service.synchronized, known=self.service.pusher.known(),
@@ -229,7 +229,16 @@ class Daemon:
             stats=self.service.statistics.snapshot(),
             kernel_drift={m.container_id: f"{m.describe()} (re-sent {sends}×)"
                           for m, sends in self.verifier.drifting()}
-            if self.verifier is not None else None))
+            if self.verifier is not None else {})
+
+    async def snapshot(self) -> bytes:
+        """The live state document (``nri-cpuset inspect``), made a slice at a time so that
+        the runtime's hooks, answered on this loop, never wait for a whole document."""
+        pieces = []
+        for piece in state_view.render_slices(self.status_inputs()):
+            pieces.append(piece)
+            await asyncio.sleep(0)
+        return b"".join(pieces)
 
     def reload(self) -> None:
         """SIGHUP: read the configuration file again (validated, then swapped)."""

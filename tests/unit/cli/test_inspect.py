@@ -6,7 +6,7 @@ import asyncio
 import json
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,14 @@ from cpuset_adapters.status_socket import read_status, serve_status
 from cpuset_cli import state_view
 from cpuset_cli.commands.explain import explain
 from cpuset_cli.commands.inspect import inspect
-from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
+from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
+
+
+def answer(document: bytes) -> Callable[[], Awaitable[bytes]]:
+    async def snapshot() -> bytes:
+        return document
+    return snapshot
 
 
 def engine_with_three() -> CpusetEngine:
@@ -35,7 +41,8 @@ def engine_with_three() -> CpusetEngine:
 
 def test_state_view_lists_containers_refcounts_owners_and_drift() -> None:
     view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
-                            synchronized=True, known={"id-web": "0-15", "id-db": "0,8"},
+                            synchronized=True, known={"id-web": CPUSet.parse("0-15"),
+                                                       "id-db": CPUSet.parse("0,8")},
                             pending=frozenset({"id-web"}))
     kinds = {c.id: (c.kind, c.cpus, c.mems) for c in view.containers}
     assert kinds == {"id-web": ("shared", "1-3,6-7,9-15", None),
@@ -44,6 +51,36 @@ def test_state_view_lists_containers_refcounts_owners_and_drift() -> None:
     assert view.exclusive == {"0": "id-db", "8": "id-db"}
     assert view.drift == ["id-web"]  # the plugin last set 0-15; the ledger says otherwise
     assert state_view.decode(state_view.encode(view)) == view
+
+
+def crowded_engine(count: int) -> CpusetEngine:
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    for n in range(count):
+        pod = PodFacts(sandbox_id=f"s{n}", namespace="ns", name=f"p{n}",
+                       cgroup_parent=f"/kubepods/burstable/pod{n}")
+        engine.commit(engine.plan_create(pod, ContainerFacts(id=f"c{n:04d}", sandbox_id=f"s{n}",
+                                                             name="main")))
+    return engine
+
+
+def test_the_document_comes_in_slices_of_containers_that_join_into_one_view() -> None:
+    engine = crowded_engine(2 * state_view.SLICE + 1)
+    inputs = state_view.StatusInputs.of(engine, runtime="containerd", synchronized=True,
+                                        known={"c0007": CPUSet.parse("0")})
+    pieces = list(state_view.render_slices(inputs))
+    assert len(pieces) == 1 + 3 + 1  # the opening, three slices, the rest
+    view = state_view.decode(b"".join(pieces))
+    assert [c.id for c in view.containers] == sorted(engine.ledger.entries)
+    assert view.drift == ["c0007"]
+    assert view.shared_pool == engine.shared_pool().format()
+
+
+def test_an_empty_node_is_a_valid_document() -> None:
+    inputs = state_view.StatusInputs.of(CpusetEngine(build_topology(DUAL_SOCKET_HT)),
+                                        runtime="", synchronized=False)
+    view = state_view.decode(state_view.render(inputs))
+    assert view.containers == []
+    assert view.drift == []
 
 
 def test_decode_refuses_other_schemas_and_garbage() -> None:
@@ -57,7 +94,8 @@ def test_decode_refuses_other_schemas_and_garbage() -> None:
 def served(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "run" / "status.sock"
     view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
-                            synchronized=True, known={"id-web": "0-15"}, pending=frozenset(),
+                            synchronized=True, known={"id-web": CPUSet.parse("0-15")},
+                            pending=frozenset(),
                             history={"id-db": ["created: integer cpus=0,8 mems=default (...)",
                                                "moved 0,8 -> 1,9: moved off CPUs 0"]})
     document = state_view.encode(view)
@@ -66,7 +104,7 @@ def served(tmp_path: Path) -> Iterator[Path]:
     stop = asyncio.Event()
 
     async def main() -> None:
-        server = await serve_status(path, lambda: document)
+        server = await serve_status(path, answer(document))
         ready.set()
         async with server:
             await stop.wait()
@@ -106,10 +144,10 @@ def test_a_stale_socket_file_is_replaced(tmp_path: Path) -> None:
     path = tmp_path / "status.sock"
 
     async def twice() -> bytes:
-        first = await serve_status(path, lambda: b"one")
+        first = await serve_status(path, answer(b"one"))
         first.close()
         await first.wait_closed()
-        second = await serve_status(path, lambda: b"two")
+        second = await serve_status(path, answer(b"two"))
         async with second:
             return await asyncio.get_running_loop().run_in_executor(None, read_status, path)
 
@@ -146,7 +184,7 @@ def test_the_status_socket_refuses_a_directory_others_can_write(tmp_path: Path) 
     shared_dir.mkdir(mode=0o777)
     shared_dir.chmod(0o777)
     with pytest.raises(OSError, match="writable by nobody else"):
-        asyncio.run(serve_status(shared_dir / "status.sock", lambda: b""))
+        asyncio.run(serve_status(shared_dir / "status.sock", answer(b"")))
 
 
 def test_the_status_socket_refuses_a_symlink(tmp_path: Path) -> None:
@@ -154,4 +192,4 @@ def test_the_status_socket_refuses_a_symlink(tmp_path: Path) -> None:
     private.mkdir(mode=0o700)
     (private / "status.sock").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(OSError, match="symlink"):
-        asyncio.run(serve_status(private / "status.sock", lambda: b""))
+        asyncio.run(serve_status(private / "status.sock", answer(b"")))

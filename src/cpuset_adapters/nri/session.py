@@ -38,6 +38,7 @@ from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
 from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.nri.reconnect import wait_for_socket_or
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
 from cpuset_core import ContainerUpdate
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
@@ -257,7 +258,7 @@ class NriSession:
                     if end.synchronized:
                         delay = initial_backoff
                     _logger.warning("reconnecting to the runtime in %.1f s", delay)
-            await asyncio.sleep(delay)
+            await wait_for_socket_or(delay, endpoint)
             delay = min(delay * 2, max_backoff)
 
     # -- internals --
@@ -293,3 +294,4 @@ async def _serve_request(service: PluginService, state: ConnectionState,
                          request: RequestEnvelope) -> Reply:
     # Handlers are synchronous: the reply is ready without yielding to the event loop.
     return service.handle(state, request)
+

@@ -21,6 +21,7 @@ from cpuset_adapters.nri.session import NriSession, locks_are_safe
 from cpuset_adapters.observability import probes
 from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
+from cpuset_adapters.process_memory import release_free_memory
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
@@ -40,6 +41,9 @@ DEFAULT_CRI_SOCKET = default_paths.CRI_SOCKET
 QUIET = 2.0
 """Seconds without a runtime call before the plugin calls UpdateContainers itself on a runtime
 whose locks can deadlock (``locks_are_safe``); until then pending updates ride on answers."""
+MEMORY_PERIOD = 10.0
+"""Seconds between returns of freed memory to the system (``process_memory``), each made
+when the runtime has not called for a second."""
 SECONDS_PER_UPDATE = 0.05
 """A generous bound on what containerd takes per container of an UpdateContainers call (runc
 updates each one): a batch slower than that, and than ``QUIET``, is taken to be deadlocked."""
@@ -155,6 +159,7 @@ class Daemon:
                     if self.config is not None else None)
         verifying = (None if self.verifier is None else
                      asyncio.create_task(self.verifier.run(), name="verifier"))
+        trimming = asyncio.create_task(self._release_memory(), name="memory")
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -165,11 +170,17 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, verifying, hotplug, self.inventory):
+            for task in (pushing, watching, verifying, trimming, hotplug, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def _release_memory(self) -> None:
+        while True:
+            await asyncio.sleep(MEMORY_PERIOD)
+            if self.session.quiet_for() >= 1.0:
+                release_free_memory()
 
     async def _serve_status(self) -> asyncio.Server | None:
         """The status socket is a diagnostic aid: if it cannot be served, say why and pin

@@ -139,16 +139,31 @@ def _pod(raw: object, source: str, item: str | None) -> PodSpec:
     label = f"pod {namespace}/{name}" if item is None else f"{item} (pod {namespace}/{name})"
     fields = Fields(source, label)
     uid = fields.string(metadata.get("uid"), "metadata.uid") or f"{namespace}_{name}"
+    annotations = _annotations(fields, metadata)
+    init, app = _containers(fields, fields.mapping(raw.get("spec"), "spec"))
+    qos, qos_from_status = _qos(fields, raw.get("status"), (*init, *app))
+    pod = PodFacts(sandbox_id=uid, namespace=namespace, name=name, uid=uid,
+                   annotations=annotations, cgroup_parent=cgroup_parent(qos, uid))
+    return PodSpec(facts=pod, qos=qos, qos_from_status=qos_from_status,
+                   init_containers=tuple(p.spec(pod) for p in init),
+                   containers=tuple(p.spec(pod) for p in app), label=label)
+
+
+def _annotations(fields: Fields, metadata: Mapping[str, object]) -> dict[str, str]:
     annotations = {}
     for key, value in fields.mapping(metadata.get("annotations"), "metadata.annotations").items():
         if not isinstance(value, str):
             raise fields.fail(f"metadata.annotations[{json.dumps(key)}]",
                               f"expected a string, got {describe(value)} (quote it in YAML)")
         annotations[key] = value
-    spec = fields.mapping(raw.get("spec"), "spec")
+    return annotations
+
+
+def _containers(fields: Fields,
+                spec: Mapping[str, object]) -> tuple[list[_Parsed], list[_Parsed]]:
+    """The pod's init containers and containers, their names unique across both."""
     if "containers" not in spec:
         raise fields.fail("spec.containers", "missing")
-    sandbox_id = uid
     raw_init = fields.sequence(spec.get("initContainers"), "spec.initContainers")
     raw_app = fields.sequence(spec.get("containers"), "spec.containers")
     if not raw_app:
@@ -163,21 +178,21 @@ def _pod(raw: object, source: str, item: str | None) -> PodSpec:
             raise fields.fail(f"{parsed.field}.name", f"container name {parsed.name!r} is "
                                                       f"already used by {names[parsed.name]}")
         names[parsed.name] = parsed.field
-    status = fields.mapping(raw.get("status"), "status")
-    qos_class = fields.string(status.get("qosClass"), "status.qosClass")
-    if qos_class is not None:
-        if qos_class not in _QOS_CLASSES:
-            raise fields.fail("status.qosClass", f"{json.dumps(qos_class)} is not one of "
-                                                 f"{', '.join(_QOS_CLASSES)}")
-        qos = _QOS_CLASSES[qos_class]
-    else:
-        qos = compute_qos([p.quantities for p in (*init, *app)])
-    pod = PodFacts(sandbox_id=sandbox_id, namespace=namespace, name=name, uid=uid,
-                   annotations=annotations, cgroup_parent=cgroup_parent(qos, uid))
-    return PodSpec(facts=pod, qos=qos, qos_from_status=qos_class is not None,
-                   init_containers=tuple(p.spec(pod) for p in init),
-                   containers=tuple(p.spec(pod) for p in app), label=label)
+    return init, app
 
+
+def _qos(fields: Fields, raw_status: object,
+         containers: Sequence[_Parsed]) -> tuple[QoS, bool]:
+    """The pod's QoS class, and whether its ``status.qosClass`` said it (else it is computed
+    like the kubelet does)."""
+    status = fields.mapping(raw_status, "status")
+    qos_class = fields.string(status.get("qosClass"), "status.qosClass")
+    if qos_class is None:
+        return compute_qos([p.quantities for p in containers]), False
+    if qos_class not in _QOS_CLASSES:
+        raise fields.fail("status.qosClass", f"{json.dumps(qos_class)} is not one of "
+                                             f"{', '.join(_QOS_CLASSES)}")
+    return _QOS_CLASSES[qos_class], True
 
 @dataclass(frozen=True, slots=True)
 class _Parsed:

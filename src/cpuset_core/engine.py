@@ -2,38 +2,26 @@
 
 Every use case returns a :class:`~cpuset_core.plan.Plan` and changes nothing; :meth:`commit`
 makes a plan current. Callers that apply live updates first (see ``transaction``) commit only
-when the runtime accepted all of them, so a failure leaves the ledger as it was.
+when the runtime accepted all of them, so a failure leaves the ledger as it was. The engine keeps
+the state between events; each admission, resize or release is planned by a ``planner`` over a
+snapshot of it, each rebuild by ``sync`` or ``hotplug``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cpuset_core.classify import classify
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.draining import Draining
-from cpuset_core.errors import (
-    InsufficientCpusForReassignmentError,
-    SharedPoolBelowMinimumError,
-    SharedPoolExhaustedError,
-    StalePlanError,
-)
+from cpuset_core.errors import StalePlanError
 from cpuset_core.hotplug import replan
 from cpuset_core.ledger import Ledger
-from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
-from cpuset_core.placing import (
-    Live,
-    choose_exclusive,
-    integer_entry,
-    place_pin,
-    resize_exclusive,
-    shared_entry,
-)
-from cpuset_core.plan import Plan, PoolChange
+from cpuset_core.model import ContainerFacts, Placement, PodFacts
+from cpuset_core.plan import Plan
+from cpuset_core.planner import ChangePlanner
 from cpuset_core.policy.exclusive import ExclusiveAllocator
-from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
-from cpuset_core.policy.shared import exclusive_free, shared_pool
-from cpuset_core.reuse import LeftBehind, reuse_choice
+from cpuset_core.policy.shared import shared_pool
+from cpuset_core.reuse import LeftBehind
 from cpuset_core.settings import LIVE_SETTINGS, Settings
 from cpuset_core.sync import rebuild
 from cpuset_core.topology import Topology
@@ -128,19 +116,7 @@ class CpusetEngine:
         Raises an :class:`AdmissionError` subclass (and changes nothing) when the container
         cannot be admitted.
         """
-        item = Live(container, subject_of(pod, container),
-                    classify(pod, container, self._settings))
-        working = self._ledger.without(container.id)
-        if item.decision.kind is Kind.ANNOTATED:
-            return self._plan_annotated(working, item)
-        if item.decision.kind is Kind.INTEGER:
-            return self._plan_integer(working, item)
-        pool = shared_pool(self._topology, working.reserved, self._settings)
-        if not pool:
-            raise SharedPoolExhaustedError(item.subject, "every online CPU is pinned, exclusive "
-                                                         "or isolated")
-        return self._finish(working.with_entry(shared_entry(item)), container.id,
-                            Placement(kind=Kind.SHARED, cpus=pool), item.decision.reason)
+        return self._planner().create(pod, container)
 
     def plan_resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """Decide a running container's placement after an in-place resize (the runtime's
@@ -152,40 +128,25 @@ class CpusetEngine:
         placement is the container's new cpuset. Raises an :class:`AdmissionError` subclass
         (and changes nothing) when the new size cannot be satisfied.
         """
-        current = self._ledger.get(container.id)
-        decision = classify(pod, container, self._settings)
-        if current is None or current.kind is not decision.kind:
-            return self.plan_create(pod, container)  # unknown, or a change of class
-        if current.kind is Kind.ANNOTATED:
-            return self._unchanged(container.id, "pinned containers keep their pin")
-        if decision.kind is Kind.SHARED or decision.request == current.request:
-            return self._unchanged(container.id, f"{decision.reason}; size unchanged")
-        return self._plan_integer_resize(Live(container, subject_of(pod, container), decision),
-                                         current.cpus)
+        return self._planner().resize(pod, container)
 
     def plan_release(self, container_id: str) -> Plan:
         """Release a stopped or removed container's CPUs; unknown ids give an empty plan, so a
         stop followed by a remove releases exactly once."""
-        base = self._ledger
-        if container_id not in base:
-            return Plan(base=base, result=base, shared_pool=self.shared_pool())
-        entry = base.entries[container_id]
-        return self._finish(base.without(container_id), None, None,
-                            f"released {entry.kind.value} container {entry.subject}")
+        entry = self._ledger.get(container_id)
+        if entry is None:
+            return self._planner().unchanged()
+        return self._planner().release(
+            [container_id], f"released {entry.kind.value} container {entry.subject}")
 
     def plan_release_pod(self, sandbox_id: str) -> Plan:
         """Release every container of a pod that is still in the ledger (the pod is stopping
         or gone: a container created but never started, whose stop or remove the runtime did
         not report, must not keep its CPUs). A pod with none gives an empty plan."""
-        base = self._ledger
-        gone = [cid for cid in sorted(base.entries) if base.entries[cid].sandbox_id == sandbox_id]
-        if not gone:
-            return Plan(base=base, result=base, shared_pool=self.shared_pool())
-        result = base
-        for cid in gone:
-            result = result.without(cid)
-        subjects = ", ".join(base.entries[cid].subject for cid in gone)
-        return self._finish(result, None, None, f"released {subjects} with their pod")
+        entries = self._ledger.entries
+        gone = [cid for cid in sorted(entries) if entries[cid].sandbox_id == sandbox_id]
+        subjects = ", ".join(entries[cid].subject for cid in gone)
+        return self._planner().release(gone, f"released {subjects} with their pod")
 
     def plan_topology_change(self, topology: Topology) -> Plan:
         """Re-place every container after CPUs went offline or came back online (``topology``
@@ -223,92 +184,7 @@ class CpusetEngine:
         """The pod is gone: drop what its completed containers left behind."""
         self._left_behind = self._left_behind.without_pod(sandbox_id)
 
-    # -- helpers -------------------------------------------------------------------------------
-
-    def _plan_annotated(self, working: Ledger, item: Live) -> Plan:
-        pinned = place_pin(self._topology, self._settings, item)
-        if pinned.problems:  # admitted only when every pinned CPU is online, with its memory
-            raise pinned.problems[0]
-        entry = pinned.entry
-        assert entry is not None  # no problem: every pinned CPU is online
-        free = self._free(working)
-        try:
-            moves = plan_moves(self._topology, self._allocator, working, entry.cpus, free,
-                               options=self._settings.allocation,
-                               reuse_released=not self._confirm_releases)
-        except NoRoomToMoveError as exc:
-            raise InsufficientCpusForReassignmentError(
-                item.subject, exc.conflicting, exc.needed, exc.free,
-                whole_cores=self._settings.allocation.full_physical_cores, why=exc.detail) from exc
-        result, updates = apply_moves(working, moves, entry.cpus, pinned_by=item.subject)
-        reason = item.decision.reason
-        if moves:
-            reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
-        return self._finish(result.with_entry(entry), entry.container_id,
-                            Placement(kind=Kind.ANNOTATED, cpus=entry.cpus, mems=entry.mems),
-                            reason, moves=updates)
-
-    def _plan_integer(self, working: Ledger, item: Live) -> Plan:
-        free = self._free(working)
-        request = item.decision.request
-        # CPUs its own pod's completed containers left, when still free and enough: the app
-        # container lands where its init container warmed caches and memory (reuse.py).
-        choice = reuse_choice(self._left_behind.of(item.facts.sandbox_id), request,
-                              free=free, exclusive=working.exclusive, allocator=self._allocator,
-                              options=self._settings.allocation)
-        how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
-        if choice is None:
-            choice = choose_exclusive(self._allocator, self._settings.allocation, item.subject,
-                                      request, free, exclusive=working.exclusive)
-        return self._admit_integer(working, item, choice.cpus,
-                                   f"{item.decision.reason}; {how}{choice.describe()}")
-
-    def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
-        working = self._ledger.without(item.facts.id)
-        free = self._free(working, but=item.facts.id)
-        cpus, how = resize_exclusive(self._topology, self._allocator, self._settings.allocation,
-                                     item, current, free=free, exclusive=working.exclusive)
-        return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
-
-    def _free(self, working: Ledger, *, but: str | None = None) -> CPUSet:
-        """CPUs an exclusive choice may take: free in ``working``, none draining (``but`` that
-        container's own, which it may take back)."""
-        return (exclusive_free(self._topology, working.reserved, self._settings)
-                - self._draining.cpus(but=but))
-
-    def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
-        return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,
-                            Placement(kind=Kind.INTEGER, cpus=cpus), reason)
-
-    def _unchanged(self, container_id: str, reason: str) -> Plan:
-        base = self._ledger
-        pool = self.shared_pool()
-        return Plan(base=base, result=base, shared_pool=pool, container_id=container_id,
-                    placement=base.placement(container_id, pool), reason=reason)
-
-    def _finish(self, result: Ledger, container_id: str | None,
-                placement: Placement | None, reason: str, *,
-                moves: tuple[ContainerUpdate, ...] = ()) -> Plan:
-        """Add the shared-pool updates, refuse an empty pool, and wrap it all in a plan."""
-        # What containers run on now is the committed pool, even when `working` dropped a
-        # container being re-created: updates must name the true previous CPUs for rollback.
-        before = self.shared_pool()
-        after = shared_pool(self._topology, result.reserved, self._settings)
-        others = result.shared
-        if container_id is not None and result.entries[container_id].kind is Kind.SHARED:
-            others = tuple(cid for cid in others if cid != container_id)
-        # Refuse a change that empties the pool, or shrinks it below the operator's minimum.
-        # One that finds it already there (a state a synchronize reported and could not avoid)
-        # is not refused: a release must never fail.
-        subject = result.entries[container_id].subject if container_id else reason
-        if before and not after and others:
-            raise SharedPoolExhaustedError(
-                subject, f"{len(others)} shared container(s) would have no CPU left")
-        floor = self._settings.min_shared_pool
-        if len(after) < floor and len(after) < len(before):
-            raise SharedPoolBelowMinimumError(subject, len(after), floor)
-        change = PoolChange(before, after, others) if after != before and others else None
-        return Plan(base=self._ledger, result=result, shared_pool=after,
-                    container_id=container_id, placement=placement, reason=reason,
-                    moves=moves, pool_change=change)
-
+    def _planner(self) -> ChangePlanner:
+        return ChangePlanner(self._topology, self._settings, self._allocator, self._ledger,
+                             self._draining, self._left_behind,
+                             reuse_released=not self._confirm_releases)

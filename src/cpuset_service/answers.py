@@ -1,8 +1,10 @@
 """What the placement service answers: a placement with the updates it causes, or a rebuild with
-its corrections, in the order a runtime must apply them."""
+its corrections, in the order a runtime must apply them, and whatever the background updates
+have pending, riding along."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cpuset_core import (
@@ -16,6 +18,9 @@ from cpuset_core import (
     Settings,
     classify,
 )
+from cpuset_service.journal import DecisionJournal
+from cpuset_service.observer import Observer
+from cpuset_service.pusher import UpdatePusher
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,6 @@ class Admission:
 
     placement: Placement
     updates: list[ContainerUpdate]
-
 
 
 def response_order(plan: Plan) -> list[ContainerUpdate]:
@@ -54,10 +58,40 @@ def response_order(plan: Plan) -> list[ContainerUpdate]:
     return [*first, *moves, *last]
 
 
-
 def kind_asked(pod: PodFacts, container: ContainerFacts, settings: Settings) -> Kind:
     """The kind a rejected container asked to be (for the admissions metric)."""
     try:
         return classify(pod, container, settings).kind
     except AdmissionError:  # classification only fails on the pin annotation
         return Kind.ANNOTATED
+
+
+class AnswerUpdates:
+    """Fills the answers to the runtime's hooks with updates, and accounts for what they carry:
+    remembered as applied (the pusher does not send it again), logged, counted."""
+
+    def __init__(self, pusher: UpdatePusher, journal: DecisionJournal, observer: Observer) -> None:
+        self._pusher = pusher
+        self._journal = journal
+        self._observer = observer
+
+    def fill(self, updates: list[ContainerUpdate], *busy: str,
+             moves: int = 0) -> list[ContainerUpdate]:
+        """``updates`` and, after them, whatever the background pusher has pending for
+        containers neither in them nor ``busy``, all :meth:`carried`: an answer is the one path
+        to the runtime free of lock-order risk, so repairs and releases ride on it whenever the
+        runtime asks something."""
+        answered = {u.container_id for u in updates}
+        updates = [*updates,
+                   *self._pusher.take_for_answer({*busy, *answered}, answered=answered)]
+        self.carried(updates, moves=moves)
+        return updates
+
+    def carried(self, updates: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
+        """Remember what an answer sets; ``moves`` of ``updates`` are moves (already logged as
+        such), the rest are logged at debug, one per container."""
+        for update in updates:
+            self._pusher.record_applied(update.container_id, update.cpus, update.mems)
+        self._journal.answered(updates)
+        if updates:
+            self._observer.response_updates([u.container_id for u in updates], moves)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from cpuset_core import CPUSet, Kind
+from cpuset_core import ContainerUpdate, CPUSet, Kind
 
 FIELDS = ("container", "id", "kind", "cpus", "mems", "reason")
 
@@ -39,3 +39,11 @@ def decision(level: int, event: str, *, container: str, container_id: str, kind:
         "cpus": str(cpus) if cpus is not None else "",
         "mems": mems_text(mems) if cpus is not None else "",
         "reason": reason, **more})
+
+
+def updated(update: ContainerUpdate) -> None:
+    """One live update that reached, or rides to, the runtime: at debug, one per container
+    (whoever sent it logs the batch or the answer)."""
+    decision(logging.DEBUG, "update", container=update.subject,
+             container_id=update.container_id, kind=update.kind, cpus=update.cpus,
+             mems=update.mems, reason=update.reason)

@@ -1,9 +1,10 @@
 """The placement service: every use case, for every source of change, in one place.
 
 A runtime adapter (NRI), the CRI inventory and the hotplug watcher call it; it plans through the
-engine, commits, remembers what happened to each container (:class:`History`), logs each
-decision once (:mod:`cpuset_service.events`), reports to the observer (statistics, metrics) and
-hands what cannot ride on a runtime's answer to the background updates (:class:`UpdatePusher`).
+engine, commits, records each decision once (:class:`DecisionJournal`: the container's history
+and the decision log), reports to the observer (statistics, metrics), fills the runtime's answers
+(:class:`AnswerUpdates`) and hands what cannot ride on them to the background updates
+(:class:`UpdatePusher`).
 
 Calls are synchronous, do no I/O and are fast: a runtime waits for the answer of the ones made
 from its hooks. Admission errors are logged, counted and raised again for the adapter to turn
@@ -12,7 +13,6 @@ into its runtime's error.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from cpuset_core import (
@@ -29,17 +29,20 @@ from cpuset_core import (
 )
 from cpuset_core.drift import DriftReport, assess
 from cpuset_core.model import subject_of
-from cpuset_service import events, rebuild_log
-from cpuset_service.answers import Admission, Synchronized, kind_asked, response_order
+from cpuset_service import rebuild_log
+from cpuset_service.answers import (
+    Admission,
+    AnswerUpdates,
+    Synchronized,
+    kind_asked,
+    response_order,
+)
 from cpuset_service.cgroup_paths import CgroupPaths
-from cpuset_service.events import decision, short_id
-from cpuset_service.history import History
+from cpuset_service.journal import DecisionJournal
 from cpuset_service.moves import MovedBy
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
 from cpuset_service.statistics import Statistics
-
-_log = logging.getLogger("nri_cpuset.placement")
 
 
 class PlacementService:
@@ -55,7 +58,8 @@ class PlacementService:
         """The background updates: the daemon runs it with its runtime's sender."""
         self.synchronized = False
         """Whether the state was rebuilt from the runtime on this connection."""
-        self._history = History()
+        self._journal = DecisionJournal()
+        self._answers = AnswerUpdates(self.pusher, self._journal, self.observer)
         self._cgroups = CgroupPaths()
         self._moved_by = MovedBy()
 
@@ -80,12 +84,12 @@ class PlacementService:
 
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
-        return self._history.copy()
+        return self._journal.history.copy()
 
     @property
     def decided(self) -> bool:
         """Whether any container has been decided or adopted since start."""
-        return self.synchronized or bool(self._engine.ledger.entries) or bool(self._history)
+        return self.synchronized or bool(self._engine.ledger.entries) or bool(self._journal.history)
 
     # -- settings --------------------------------------------------------------------------------
 
@@ -113,32 +117,19 @@ class PlacementService:
         except AdmissionError as error:
             kind = kind_asked(pod, container, self._engine.settings)
             self.observer.admission(kind, "rejected", error.reason)
-            decision(logging.WARNING, "reject", container=error.subject,
-                     container_id=container.id, kind=kind, cpus=None, mems=None,
-                     reason=error.reason, detail=error.detail)
+            self._journal.rejected("reject", error, container.id, kind)
             raise
         self._engine.commit(plan)
         self._cgroups.remember(container)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
-        updates = self._with_pending(response_order(plan), container.id)
-        self._on_response(updates, moves=len(plan.moves))
+        updates = self._answers.fill(response_order(plan), container.id, moves=len(plan.moves))
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
-        self._history.restart(container.id, f"created: {placement.kind.value} "
-                                            f"cpus={placement.cpus} mems="
-                                            f"{placement.mems or 'default'} ({plan.reason})")
-        for move in plan.moves:
-            self._history.remember(move.container_id,
-                                   f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
-            decision(logging.INFO, "move", container=move.subject,
-                     container_id=move.container_id, kind=move.kind, cpus=move.cpus,
-                     mems=move.mems, reason=move.reason, previous=str(move.previous_cpus))
         if plan.moves:
             self._moved_by.remember(container.id, plan.moves)
-        decision(logging.INFO, "admit", container=subject_of(pod, container),
-                 container_id=container.id, kind=placement.kind, cpus=placement.cpus,
-                 mems=placement.mems, reason=plan.reason, updates=len(updates))
+        self._journal.admitted(subject_of(pod, container), container.id, plan, placement,
+                               len(updates))
         return Admission(placement, updates)
 
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Admission | None:
@@ -151,29 +142,20 @@ class PlacementService:
         try:
             plan = self._engine.plan_resize(pod, container)
         except AdmissionError as error:
-            decision(logging.WARNING, "reject resize", container=error.subject,
-                     container_id=container.id, kind=None, cpus=None, mems=None,
-                     reason=error.reason, detail=error.detail)
+            self._journal.rejected("reject resize", error, container.id, None)
             raise
         self._engine.commit(plan)
         placement = plan.placement
         subject = subject_of(pod, container)
         if placement is None or not placement.cpus:
             # An empty cpuset cannot be set (the runtime ignores ""): say so, change nothing.
-            _log.warning("resize without CPUs", extra={
-                "container": subject, "id": short_id(container.id),
-                "reason": "empty shared pool"})
+            self._journal.resize_without_cpus(subject, container.id)
             return None
-        updates = self._with_pending(response_order(plan), container.id)
-        self._on_response(updates)
+        updates = self._answers.fill(response_order(plan), container.id)
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         self.statistics.response_updates([container.id], 0)  # its own, last in the answer
         if plan.changes_ledger:
-            self._history.remember(container.id, f"resized: {placement.kind.value} cpus="
-                                                  f"{placement.cpus} ({plan.reason})")
-            decision(logging.INFO, "resize", container=subject, container_id=container.id,
-                     kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
-                     reason=plan.reason, updates=len(updates))
+            self._journal.resized(subject, container.id, plan, placement, len(updates))
         return Admission(placement, updates)
 
     # -- release ---------------------------------------------------------------------------------
@@ -185,8 +167,7 @@ class PlacementService:
         plan = self._release(container_id, subject, "stop")
         moved = {r.container_id for r in reasserted}
         updates = [u for u in response_order(plan) if u.container_id not in moved]
-        updates = self._with_pending(updates, container_id, *moved)
-        self._on_response(updates)
+        updates = self._answers.fill(updates, container_id, *moved)
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *updates]
 
@@ -210,10 +191,7 @@ class PlacementService:
             self._forget(cid)
         self.pusher.mark_dirty(u.container_id for u in plan.updates)
         if gone:
-            _log.info("release pod", extra={
-                "pod": subject, "on": "removal" if removed else "stop",
-                "containers": ", ".join(short_id(cid) for cid in gone),
-                "shared_pool": str(plan.shared_pool)})
+            self._journal.pod_released(subject, plan, gone, removed=removed)
 
     # -- rebuilds --------------------------------------------------------------------------------
 
@@ -232,22 +210,13 @@ class PlacementService:
         self.synchronized = True
         for container in containers:
             self._cgroups.remember(container)
-        self._history.keep_only(plan.result.entries)
-        for cid, entry in plan.result.entries.items():
-            if cid not in self._history:
-                self._history.remember(cid, f"found at {source}: {entry.kind.value} "
-                                            f"({entry.reason})")
-        for change in plan.moves:
-            self._history.remember(change.container_id, f"corrected at {source}: "
-                                                        f"{change.previous_cpus} -> {change.cpus}")
-        rebuild_log.problems(plan, self._engine, source)
+        self._journal.synchronized(plan, source)
         self.pusher.reset()
-        _log.info("synchronized", extra={
-            "source": source, "pods": len(pods), "containers": len(containers),
-            "corrections": len(plan.updates), "shared_pool": str(plan.shared_pool)})
+        rebuild_log.problems(plan, self._engine, source)
+        rebuild_log.synchronized(plan, source, pods=len(pods), containers=len(containers))
         updates = response_order(plan)
         if not caller_applies:
-            self._on_response(updates)
+            self._answers.carried(updates)
             self._record_drift(assess(plan, pods, containers), source=source)
         return Synchronized(plan, updates)
 
@@ -274,13 +243,9 @@ class PlacementService:
         before = self._engine.topology.online
         plan = self._engine.plan_topology_change(topology)
         self._engine.commit(plan)
-        for change in plan.moves:
-            self._history.remember(change.container_id, f"moved at topology change: "
-                                                        f"{change.previous_cpus} -> {change.cpus}")
+        self._journal.topology_changed(plan)
         rebuild_log.problems(plan, self._engine, "topology change")
-        _log.warning("online CPUs changed", extra={
-            "before": str(before), "after": str(topology.online), "updates": len(plan.updates),
-            "shared_pool": str(plan.shared_pool)})
+        rebuild_log.topology_changed(plan, before, topology.online)
         return plan
 
     def disconnected(self) -> None:
@@ -294,38 +259,17 @@ class PlacementService:
         released = self._engine.placement(container_id)
         plan = self._engine.plan_release(container_id)
         self._engine.commit(plan)
-        self._history.forget(container_id)
+        self._journal.history.forget(container_id)
         self.statistics.forget([container_id])
         if plan.changes_ledger and released is not None:
-            decision(logging.INFO, "release", container=subject, container_id=container_id,
-                     kind=released.kind, cpus=released.cpus, mems=released.mems, reason=why,
-                     shared_pool=str(plan.shared_pool), updates=len(plan.updates))
+            self._journal.released(subject, container_id, released, plan, why)
         return plan
-
-    def _with_pending(self, updates: list[ContainerUpdate],
-                      *busy: str) -> list[ContainerUpdate]:
-        """``updates`` and, after them, whatever the background pusher has pending for other
-        containers: an answer is the one path to the runtime free of lock-order risk, so
-        repairs and releases ride on it whenever the runtime asks something."""
-        answered = {u.container_id for u in updates}
-        return [*updates, *self.pusher.take_for_answer({*busy, *answered}, answered=answered)]
 
     def _forget(self, container_id: str) -> None:
         """The container is gone: forget it, and re-send whatever its creation moved (a failed
         creation's moves may never have been applied)."""
-        self._history.forget(container_id)
+        self._journal.history.forget(container_id)
         self._cgroups.forget(container_id)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)
         self.pusher.force(self._moved_by.take(container_id))
-
-    def _on_response(self, updates: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
-        """Remember what an answer sets; ``moves`` of ``updates`` are moves (already logged as
-        such), the rest are logged at debug, one per container."""
-        for update in updates:
-            self.pusher.record_applied(update.container_id, update.cpus, update.mems)
-            events.decision(logging.DEBUG, "update", container=update.subject,
-                            container_id=update.container_id, kind=update.kind,
-                            cpus=update.cpus, mems=update.mems, reason=update.reason)
-        if updates:
-            self.observer.response_updates([u.container_id for u in updates], moves)

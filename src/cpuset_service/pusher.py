@@ -194,7 +194,7 @@ class UpdatePusher:
         for update in batch:
             cid = update.container_id
             sent = self._in_flight.pop(cid)
-            self._log_sent(update)
+            events.updated(update)  # the batch's event names them all at info
             placement = self._placements.placement(cid)
             if placement is None:
                 continue
@@ -202,12 +202,6 @@ class UpdatePusher:
                 self.force([cid])
             else:
                 self._sent[cid] = sent
-
-    def _log_sent(self, update: ContainerUpdate) -> None:
-        # One event per container at debug; the batch's event names them all at info.
-        events.decision(logging.DEBUG, "update", container=update.subject,
-                        container_id=update.container_id, kind=update.kind, cpus=update.cpus,
-                        mems=update.mems, reason=update.reason)
 
     def _subjects(self, batch: Sequence[ContainerUpdate]) -> str:
         return ", ".join(f"{u.subject} ({events.short_id(u.container_id)})" for u in batch)

@@ -1,11 +1,12 @@
-"""What a rebuild (synchronize, CRI inventory, topology change) logs: the containers it found off
-their placement, what it could not place as asked, and any invariant the result breaks."""
+"""What a rebuild (synchronize, CRI inventory, topology change) logs: that it happened, the
+containers it found off their placement, what it could not place as asked, and any invariant the
+result breaks."""
 
 from __future__ import annotations
 
 import logging
 
-from cpuset_core import CpusetEngine, Plan, violations
+from cpuset_core import CPUSet, CpusetEngine, Plan, violations
 from cpuset_core.drift import DriftReport
 from cpuset_service.events import short_id
 
@@ -25,6 +26,20 @@ def drift(report: DriftReport, source: str) -> None:
             "container": drifted.subject, "id": short_id(drifted.container_id),
             "reported": drifted.reported or "unset", "expected": str(drifted.expected),
             "source": source})
+
+
+def synchronized(plan: Plan, source: str, *, pods: int, containers: int) -> None:
+    """A report of ``pods`` and ``containers`` rebuilt the ledger into ``plan``."""
+    _log.info("synchronized", extra={
+        "source": source, "pods": pods, "containers": containers,
+        "corrections": len(plan.updates), "shared_pool": str(plan.shared_pool)})
+
+
+def topology_changed(plan: Plan, before: CPUSet, after: CPUSet) -> None:
+    """The online CPUs went from ``before`` to ``after`` and ``plan`` re-placed the containers."""
+    _log.warning("online CPUs changed", extra={
+        "before": str(before), "after": str(after), "updates": len(plan.updates),
+        "shared_pool": str(plan.shared_pool)})
 
 
 def problems(plan: Plan, engine: CpusetEngine, source: str) -> None:

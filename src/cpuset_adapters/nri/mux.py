@@ -1,5 +1,6 @@
 """The NRI trunk: the connection multiplexer over one AF_UNIX stream socket, and the ttrpc
-client and server that ride on its logical connections (fact sheet §2, §3.3).
+client and server that ride on its logical connections (fact sheet §2, §3.3); the server side is
+``ttrpc_server``'s.
 
 Every byte on the socket belongs to a frame (``mux_frames``: conn id, length, payload). The
 payloads of one conn id form one ttrpc byte stream. Conn 1 carries the ``Plugin`` service,
@@ -19,10 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any
 
 from cpuset_adapters.nri.mux_frames import (
     PLUGIN_SERVICE_CONN,
@@ -31,55 +30,22 @@ from cpuset_adapters.nri.mux_frames import (
     frame_message,
 )
 from cpuset_adapters.nri.ttrpc import (
+    ConnectionLostError,
     MessageDecoder,
-    MessageTooLargeError,
     MessageType,
     ProtocolError,
-    RequestEnvelope,
     ResponseEnvelope,
-    RpcError,
-    StatusCode,
-    TtrpcError,
-    decode_request,
     decode_response,
-    encode_error_response,
     encode_message,
     encode_request,
-    encode_response,
 )
+from cpuset_adapters.nri.ttrpc_server import Reply, RequestHandler, TtrpcServer
+
+__all__ = ["ConnectionLostError", "Multiplexer", "Reply", "RequestHandler"]
 
 _logger = logging.getLogger("nri_cpuset.nri.mux")
 
 _READ_CHUNK = 256 * 1024
-
-
-class ConnectionLostError(TtrpcError):
-    """The trunk is gone (EOF, a read or write error, malformed input, or a local close)."""
-
-
-# -- the trunk (asyncio) ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What a served request answers: a payload (``code`` 0) or an error status.
-
-    ``close_after`` ends the trunk once the reply has been written.
-    """
-
-    payload: bytes = b""
-    code: int = StatusCode.OK
-    message: str = ""
-    close_after: bool = False
-
-    @classmethod
-    def error(cls, code: int, message: str, *, close_after: bool = False) -> Reply:
-        return cls(code=code, message=message, close_after=close_after)
-
-
-RequestHandler = Callable[[RequestEnvelope], Awaitable[Reply]]
-"""Serves one request of the served connection. Raising :class:`RpcError` answers with that
-status; any other exception is logged and answered with INTERNAL."""
 
 
 class Multiplexer:
@@ -93,17 +59,16 @@ class Multiplexer:
                  call_conn: int = RUNTIME_SERVICE_CONN) -> None:
         self._reader = reader
         self._writer = writer
-        self._handler = handler
         self._serve_conn = serve_conn
         self._call_conn = call_conn
         self._frames = FrameDecoder()
-        self._requests = MessageDecoder()
+        self._server = TtrpcServer(serve_conn, handler,
+                                   send=functools.partial(self._send, serve_conn),
+                                   close=self.close)
         self._responses = MessageDecoder()
         self._write_lock = asyncio.Lock()
         self._next_stream_id = 1  # client streams: odd and strictly increasing (§3.3)
-        self._last_served_stream = 0
         self._pending: dict[int, asyncio.Future[ResponseEnvelope]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self._reader_task: asyncio.Task[None] | None = None
         self._closed = asyncio.Event()
         self._close_reason: str | None = None
@@ -146,7 +111,7 @@ class Multiplexer:
         current = asyncio.current_task()
         if self._reader_task is not None and self._reader_task is not current:
             self._reader_task.cancel()
-        for task in self._tasks:
+        for task in self._server.tasks:
             if task is not current:
                 task.cancel()
         self._writer.close()
@@ -156,7 +121,8 @@ class Multiplexer:
         """:meth:`close`, then wait for the reader and serving tasks and the socket to finish."""
         self.close(reason)
         current = asyncio.current_task()
-        tasks = [t for t in (self._reader_task, *self._tasks) if t is not None and t is not current]
+        tasks = [t for t in (self._reader_task, *self._server.tasks)
+                 if t is not None and t is not current]
         await asyncio.gather(*tasks, return_exceptions=True)
         # The peer may already have reset the socket; it is closed either way.
         with contextlib.suppress(OSError):
@@ -234,7 +200,7 @@ class Multiplexer:
     def _eof_reason(self) -> str:
         if self._frames.mid_frame:
             reason = "connection closed in the middle of a frame (truncated)"
-        elif self._requests.buffered or self._responses.buffered:
+        elif self._server.mid_message or self._responses.buffered:
             reason = "connection closed in the middle of a ttrpc message"
         else:
             return "connection closed by the peer"
@@ -243,8 +209,7 @@ class Multiplexer:
 
     def _deliver(self, conn_id: int, piece: bytes) -> None:
         if conn_id == self._serve_conn:
-            for message in self._requests.feed(piece):
-                self._on_request(message.stream_id, message.type, message.data)
+            self._server.feed(piece)
         elif conn_id == self._call_conn:
             for message in self._responses.feed(piece):
                 self._on_response(message.stream_id, message.type, message.data)
@@ -253,23 +218,6 @@ class Multiplexer:
             # runtime might open more, so this is not a reason to end the session.
             self._ignored_conns.add(conn_id)
             _logger.warning("NRI trunk: dropping frames for unknown connection id %d", conn_id)
-
-    def _on_request(self, stream_id: int, mtype: int, data: bytes) -> None:
-        if mtype != MessageType.REQUEST:
-            raise ProtocolError(f"unexpected ttrpc message type {mtype} on conn "
-                                f"{self._serve_conn} (stream {stream_id})")
-        # The Go server's checks and wording (§3.3).
-        if stream_id % 2 == 0:
-            self._spawn(self._respond(stream_id, Reply.error(
-                StatusCode.INVALID_ARGUMENT, "StreamID must be odd for client initiated streams")))
-            return
-        if stream_id <= self._last_served_stream:
-            self._spawn(self._respond(stream_id, Reply.error(
-                StatusCode.INVALID_ARGUMENT, "StreamID cannot be re-used and must increment")))
-            return
-        self._last_served_stream = stream_id
-        request = decode_request(data)
-        self._spawn(self._serve(stream_id, request))
 
     def _on_response(self, stream_id: int, mtype: int, data: bytes) -> None:
         if mtype != MessageType.RESPONSE:
@@ -283,36 +231,3 @@ class Multiplexer:
             return
         if not future.done():
             future.set_result(response)
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _serve(self, stream_id: int, request: RequestEnvelope) -> None:
-        try:
-            reply = await self._handler(request)
-        except RpcError as exc:
-            reply = Reply.error(exc.code, exc.message)
-        except Exception:
-            _logger.exception("serving %s/%s failed", request.service, request.method)
-            reply = Reply.error(StatusCode.INTERNAL, f"{request.method}: internal plugin error")
-        await self._respond(stream_id, reply)
-
-    async def _respond(self, stream_id: int, reply: Reply) -> None:
-        if reply.code == StatusCode.OK:
-            data = encode_response(reply.payload)
-        else:
-            data = encode_error_response(reply.code, reply.message)
-        try:
-            message = encode_message(stream_id, MessageType.RESPONSE, data)
-        except MessageTooLargeError as exc:
-            _logger.error("NRI trunk: reply on stream %d not sent: %s", stream_id, exc)
-            message = encode_message(stream_id, MessageType.RESPONSE, encode_error_response(
-                StatusCode.RESOURCE_EXHAUSTED, str(exc)))
-        try:
-            await self._send(self._serve_conn, message)
-        except ConnectionLostError:
-            return  # nobody is left to answer
-        if reply.close_after:
-            self.close(f"closed after replying: {reply.message or 'OK'}")

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
-from cpuset_adapters.nri.mux import Reply
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_adapters.nri.ttrpc_server import Reply
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 
 _logger = logging.getLogger("nri_cpuset.nri")

@@ -34,12 +34,13 @@ from cpuset_adapters.nri.launch import (
     launch_from_environ,
     validate_identity,
 )
-from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer, Reply
+from cpuset_adapters.nri.mux import ConnectionLostError, Multiplexer
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.reconnect import wait_for_socket_or
 from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_adapters.nri.ttrpc_server import Reply
 from cpuset_core import ContainerUpdate
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 

@@ -102,6 +102,10 @@ class RpcError(TtrpcError):
         self.message = message
 
 
+class ConnectionLostError(TtrpcError):
+    """The trunk is gone (EOF, a read or write error, malformed input, or a local close)."""
+
+
 # -- header and messages ---------------------------------------------------------------------
 
 

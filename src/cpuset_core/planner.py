@@ -1,0 +1,185 @@
+"""Planning one change against the engine's committed state: a container admitted or resized
+(a pin and the moves it forces, an integer container, a shared one), or containers released.
+
+Every plan carries the shared pool's updates and is refused when it would leave the pool empty,
+or shrink it below the operator's minimum, under containers that share it. The engine
+(``engine``) keeps the state between events and hands a :class:`ChangePlanner` a snapshot of it
+for each one; the planner decides and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cpuset_core.classify import classify
+from cpuset_core.cpuset import CPUSet
+from cpuset_core.draining import Draining
+from cpuset_core.errors import (
+    InsufficientCpusForReassignmentError,
+    SharedPoolBelowMinimumError,
+    SharedPoolExhaustedError,
+)
+from cpuset_core.ledger import Ledger
+from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
+from cpuset_core.placing import (
+    Live,
+    choose_exclusive,
+    integer_entry,
+    place_pin,
+    resize_exclusive,
+    shared_entry,
+)
+from cpuset_core.plan import Plan, PoolChange
+from cpuset_core.policy.exclusive import ExclusiveAllocator
+from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
+from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.reuse import LeftBehind, reuse_choice
+from cpuset_core.settings import Settings
+from cpuset_core.topology import Topology
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePlanner:
+    """Plans changes to ``base``, the committed ledger, on the engine's machine and settings."""
+
+    topology: Topology
+    settings: Settings
+    allocator: ExclusiveAllocator
+    base: Ledger
+    draining: Draining
+    """CPUs running containers gave up, kept from every exclusive choice."""
+    left_behind: LeftBehind
+    reuse_released: bool
+    """Whether a pin may move containers onto CPUs freed by the same change (not while
+    releases wait to be confirmed)."""
+
+    def shared_pool(self) -> CPUSet:
+        """The committed shared pool."""
+        return shared_pool(self.topology, self.base.reserved, self.settings)
+
+    def create(self, pod: PodFacts, container: ContainerFacts) -> Plan:
+        """See :meth:`CpusetEngine.plan_create`."""
+        item = Live(container, subject_of(pod, container),
+                    classify(pod, container, self.settings))
+        working = self.base.without(container.id)
+        if item.decision.kind is Kind.ANNOTATED:
+            return self._plan_annotated(working, item)
+        if item.decision.kind is Kind.INTEGER:
+            return self._plan_integer(working, item)
+        pool = shared_pool(self.topology, working.reserved, self.settings)
+        if not pool:
+            raise SharedPoolExhaustedError(item.subject, "every online CPU is pinned, exclusive "
+                                                         "or isolated")
+        return self._finish(working.with_entry(shared_entry(item)), container.id,
+                            Placement(kind=Kind.SHARED, cpus=pool), item.decision.reason)
+
+    def resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
+        """See :meth:`CpusetEngine.plan_resize`."""
+        current = self.base.get(container.id)
+        decision = classify(pod, container, self.settings)
+        if current is None or current.kind is not decision.kind:
+            return self.create(pod, container)  # unknown, or a change of class
+        if current.kind is Kind.ANNOTATED:
+            return self.unchanged(container.id, "pinned containers keep their pin")
+        if decision.kind is Kind.SHARED or decision.request == current.request:
+            return self.unchanged(container.id, f"{decision.reason}; size unchanged")
+        return self._plan_integer_resize(Live(container, subject_of(pod, container), decision),
+                                         current.cpus)
+
+    def unchanged(self, container_id: str | None = None, reason: str = "") -> Plan:
+        """A plan that changes nothing (placing ``container_id`` where it is)."""
+        pool = self.shared_pool()
+        placement = None if container_id is None else self.base.placement(container_id, pool)
+        return Plan(base=self.base, result=self.base, shared_pool=pool,
+                    container_id=container_id, placement=placement, reason=reason)
+
+    def release(self, container_ids: Sequence[str], reason: str) -> Plan:
+        """Drop ``container_ids`` from the ledger; none gives a plan that changes nothing."""
+        if not container_ids:
+            return self.unchanged()
+        result = self.base
+        for cid in container_ids:
+            result = result.without(cid)
+        return self._finish(result, None, None, reason)
+
+    def _finish(self, result: Ledger, container_id: str | None,
+               placement: Placement | None, reason: str, *,
+               moves: tuple[ContainerUpdate, ...] = ()) -> Plan:
+        """Add the shared-pool updates, refuse an empty pool, and wrap it all in a plan."""
+        # What containers run on now is the committed pool, even when `working` dropped a
+        # container being re-created: updates must name the true previous CPUs for rollback.
+        before = self.shared_pool()
+        after = shared_pool(self.topology, result.reserved, self.settings)
+        others = result.shared
+        if container_id is not None and result.entries[container_id].kind is Kind.SHARED:
+            others = tuple(cid for cid in others if cid != container_id)
+        # Refuse a change that empties the pool, or shrinks it below the operator's minimum.
+        # One that finds it already there (a state a synchronize reported and could not avoid)
+        # is not refused: a release must never fail.
+        subject = result.entries[container_id].subject if container_id else reason
+        if before and not after and others:
+            raise SharedPoolExhaustedError(
+                subject, f"{len(others)} shared container(s) would have no CPU left")
+        floor = self.settings.min_shared_pool
+        if len(after) < floor and len(after) < len(before):
+            raise SharedPoolBelowMinimumError(subject, len(after), floor)
+        change = PoolChange(before, after, others) if after != before and others else None
+        return Plan(base=self.base, result=result, shared_pool=after,
+                    container_id=container_id, placement=placement, reason=reason,
+                    moves=moves, pool_change=change)
+
+    def _plan_annotated(self, working: Ledger, item: Live) -> Plan:
+        pinned = place_pin(self.topology, self.settings, item)
+        if pinned.problems:  # admitted only when every pinned CPU is online, with its memory
+            raise pinned.problems[0]
+        entry = pinned.entry
+        assert entry is not None  # no problem: every pinned CPU is online
+        free = self._free(working)
+        try:
+            moves = plan_moves(self.topology, self.allocator, working, entry.cpus, free,
+                               options=self.settings.allocation,
+                               reuse_released=self.reuse_released)
+        except NoRoomToMoveError as exc:
+            raise InsufficientCpusForReassignmentError(
+                item.subject, exc.conflicting, exc.needed, exc.free,
+                whole_cores=self.settings.allocation.full_physical_cores, why=exc.detail) from exc
+        result, updates = apply_moves(working, moves, entry.cpus, pinned_by=item.subject)
+        reason = item.decision.reason
+        if moves:
+            reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
+        return self._finish(result.with_entry(entry), entry.container_id,
+                            Placement(kind=Kind.ANNOTATED, cpus=entry.cpus, mems=entry.mems),
+                            reason, moves=updates)
+
+    def _plan_integer(self, working: Ledger, item: Live) -> Plan:
+        free = self._free(working)
+        request = item.decision.request
+        # CPUs its own pod's completed containers left, when still free and enough: the app
+        # container lands where its init container warmed caches and memory (reuse.py).
+        choice = reuse_choice(self.left_behind.of(item.facts.sandbox_id), request,
+                              free=free, exclusive=working.exclusive, allocator=self.allocator,
+                              options=self.settings.allocation)
+        how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
+        if choice is None:
+            choice = choose_exclusive(self.allocator, self.settings.allocation, item.subject,
+                                      request, free, exclusive=working.exclusive)
+        return self._admit_integer(working, item, choice.cpus,
+                                   f"{item.decision.reason}; {how}{choice.describe()}")
+
+    def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
+        working = self.base.without(item.facts.id)
+        free = self._free(working, but=item.facts.id)
+        cpus, how = resize_exclusive(self.topology, self.allocator, self.settings.allocation,
+                                     item, current, free=free, exclusive=working.exclusive)
+        return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
+
+    def _free(self, working: Ledger, *, but: str | None = None) -> CPUSet:
+        """CPUs an exclusive choice may take: free in ``working``, none draining (``but`` that
+        container's own, which it may take back)."""
+        return (exclusive_free(self.topology, working.reserved, self.settings)
+                - self.draining.cpus(but=but))
+
+    def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
+        return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,
+                            Placement(kind=Kind.INTEGER, cpus=cpus), reason)

@@ -489,18 +489,21 @@ def _rejected_pins(simulation: Simulation, events: Sequence[Event]) -> int:
     return sum(isinstance(r, Rejected) and r.id in pinned for r in simulation.results)
 
 
+def outcome(topology: Topology, spec: TraceSpec, simulation: Simulation,
+            seconds: float) -> Outcome:
+    """What one policy's replay of ``spec`` measured."""
+    return Outcome(simulation.metrics, _probes(topology, simulation, spec.probes),
+                   _rejected_pins(simulation, spec.events), seconds)
+
+
 def run_case(machine: Machine, topology: Topology, spec: TraceSpec) -> Case:
     start = time.perf_counter()
     ours = replay(topology, spec.events)
     middle = time.perf_counter()
     theirs = replay_with_allocator(topology, spec.events, kubelet(topology))
     end = time.perf_counter()
-    return Case(machine.name, spec.name,
-                Outcome(ours.metrics, _probes(topology, ours, spec.probes),
-                        _rejected_pins(ours, spec.events), middle - start),
-                Outcome(theirs.metrics, _probes(topology, theirs, spec.probes),
-                        _rejected_pins(theirs, spec.events), end - middle),
-                spec.pins)
+    return Case(machine.name, spec.name, outcome(topology, spec, ours, middle - start),
+                outcome(topology, spec, theirs, end - middle), spec.pins)
 
 
 # -- output ------------------------------------------------------------------------------------
@@ -660,10 +663,9 @@ def _print_options(machines: Sequence[Machine], events: int, seed: int) -> None:
             spec = specs[trace]
             for name, chosen in (("default", None), (label, settings)):
                 sim = replay(topology, spec.events, settings=chosen)
-                outcome = Outcome(sim.metrics, _probes(topology, sim, spec.probes),
-                                  _rejected_pins(sim, spec.events), 0.0)
                 refused = sum(isinstance(r, Rejected) for r in sim.results)
-                print(f"{_row(trace, name, outcome)}  {_span_balance(topology, sim)}; "
+                print(f"{_row(trace, name, outcome(topology, spec, sim, 0.0))}  "
+                      f"{_span_balance(topology, sim)}; "
                       f"{refused} refused")
 
 

@@ -31,7 +31,7 @@ import contextlib
 import re
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,44 +259,48 @@ class PluginConnection:
 
     async def _read_replies(self) -> None:
         """Conn 1, where the runtime is the ttrpc client."""
-        try:
-            while True:
-                stream, mtype, _length, data = await self._conns[1].message()
-                if mtype != RESPONSE:
-                    self._violation(f"message type {mtype} on conn 1 (ErrProtocol)")
-                    return
-                future = self._pending.pop(stream, None)
-                if future is not None and not future.done():
-                    future.set_result(ttrpc_pb2.Response.FromString(data))
-        except _FramingViolation as exc:
-            self._violation(f"conn 1: {exc}")
-        except _Closed:
-            self.close("EOF")
+        await self._receive(1, RESPONSE, self._on_reply, note=" (ErrProtocol)")
 
     async def _serve_runtime(self) -> None:
         """Conn 2, where the runtime serves the Runtime service."""
+        await self._receive(2, REQUEST, self._on_request)
+
+    async def _receive(self, conn: int, mtype: int,
+                       handle: Callable[[int, int, bytes], Awaitable[None]],
+                       note: str = "") -> None:
+        """Hand each message read on ``conn`` to ``handle(stream, length, data)``, as both ends
+        of the Go runtime read them: a message of another type, or a frame it could not read, is
+        a protocol violation; EOF closes the connection."""
         try:
             while True:
-                stream, mtype, length, data = await self._conns[2].message()
-                if mtype != REQUEST:
-                    self._violation(f"message type {mtype} on conn 2")
+                stream, got, length, data = await self._conns[conn].message()
+                if got != mtype:
+                    self._violation(f"message type {got} on conn {conn}{note}")
                     return
-                if length > TTRPC_MAX:
-                    self._violation(f"plugin sent a {length}-byte message")
-                    await self._reply(stream, code=8, message=f"message length {length} exceed "
-                                      f"maximum message size of {TTRPC_MAX}")
-                    continue
-                if stream % 2 == 0 or stream <= self._last_plugin_stream:
-                    self._violation(f"bad client stream id {stream}")
-                    await self._reply(stream, code=3, message="bad StreamID")
-                    continue
-                self._last_plugin_stream = stream
-                request = ttrpc_pb2.Request.FromString(data)
-                self._tasks.append(asyncio.create_task(self._runtime_method(stream, request)))
+                await handle(stream, length, data)
         except _FramingViolation as exc:
-            self._violation(f"conn 2: {exc}")
+            self._violation(f"conn {conn}: {exc}")
         except _Closed:
             self.close("EOF")
+
+    async def _on_reply(self, stream: int, _length: int, data: bytes) -> None:
+        future = self._pending.pop(stream, None)
+        if future is not None and not future.done():
+            future.set_result(ttrpc_pb2.Response.FromString(data))
+
+    async def _on_request(self, stream: int, length: int, data: bytes) -> None:
+        if length > TTRPC_MAX:
+            self._violation(f"plugin sent a {length}-byte message")
+            await self._reply(stream, code=8, message=f"message length {length} exceed "
+                              f"maximum message size of {TTRPC_MAX}")
+            return
+        if stream % 2 == 0 or stream <= self._last_plugin_stream:
+            self._violation(f"bad client stream id {stream}")
+            await self._reply(stream, code=3, message="bad StreamID")
+            return
+        self._last_plugin_stream = stream
+        request = ttrpc_pb2.Request.FromString(data)
+        self._tasks.append(asyncio.create_task(self._runtime_method(stream, request)))
 
     def _violation(self, what: str) -> None:
         self.runtime.violations.append(what)

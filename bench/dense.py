@@ -73,7 +73,9 @@ def with_baseline(value: list[float], baseline: list[float]) -> str:
 class DenseBench:
     def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
         self.args = args
-        self.lab = LabContainerd(workdir / "lab", installation=find_installation())
+        # containerd restarting with 500 containers took 30 s on a busy 2-CPU machine.
+        self.lab = LabContainerd(workdir / "lab", installation=find_installation(),
+                                 start_timeout=300)
         self.plugin = PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
                                     listen="127.0.0.1:19477",
                                     status_socket=workdir / "status" / "status.sock")

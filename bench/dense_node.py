@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,6 +22,8 @@ from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed
 
 PIN_ANNOTATION = "weka.io/cores-ids"
+SWEEP = 0.02
+"""Seconds between reads of the cgroups a convergence waits for (bounds its error)."""
 SETUP_WORKERS = 4
 """Pods run side by side while the node fills (a kubelet runs pod workers in parallel too)."""
 
@@ -72,24 +74,31 @@ class DenseNode:
         """Every shared container's ``cpuset.cpus`` as the kernel has it."""
         return {cid: seen.cpus for cid, seen in self._reader.observe_all(self.cgroups).items()}
 
-    def off(self, expected: CPUSet) -> int:
-        """How many shared containers are not on ``expected``."""
-        return sum(cpus != expected for cpus in self.cpusets().values())
+    def off(self, expected: CPUSet, among: Iterable[str] | None = None) -> set[str]:
+        """The shared containers (of ``among``, default all) not on ``expected``."""
+        paths = self.cgroups if among is None else {cid: self.cgroups[cid] for cid in among}
+        return {cid for cid, seen in self._reader.observe_all(paths).items()
+                if seen.cpus != expected}
 
-    def wait_all_on(self, expected: CPUSet, since: float, *, timeout: float = 120.0) -> float:
+    def wait_all_on(self, expected: CPUSet, since: float, *, timeout: float = 180.0) -> float:
         """Seconds from ``since`` (a ``perf_counter``) until every shared container's cgroup
-        shows ``expected`` (each sweep reads every cgroup, so a sweep's time bounds the error);
-        raises ``TimeoutError`` with how many are still off."""
+        shows ``expected``; raises ``TimeoutError`` with how many are still off. Sweeps are
+        :data:`SWEEP` apart and re-read only the containers still off (a sweep of 500 cgroups
+        every few milliseconds would take a CPU from the runtime being measured); a last full
+        sweep confirms."""
         deadline = time.perf_counter() + timeout
+        off = self.off(expected)
         while True:
-            off = self.off(expected)
             now = time.perf_counter()
-            if off == 0:
-                return now - since
+            if not off:
+                off = self.off(expected)  # nobody went back meanwhile
+                if not off:
+                    return now - since
             if now > deadline:
-                raise TimeoutError(f"{off} of {len(self)} shared containers not on {expected} "
-                                   f"after {timeout} s")
-            time.sleep(0.005)
+                raise TimeoutError(f"{len(off)} of {len(self)} shared containers not on "
+                                   f"{expected} after {timeout} s")
+            time.sleep(SWEEP)
+            off = self.off(expected, off)
 
     # -- timed operations -----------------------------------------------------------------------
 

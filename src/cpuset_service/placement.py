@@ -162,12 +162,15 @@ class PlacementService:
 
     def stop(self, container_id: str, subject: str) -> list[ContainerUpdate]:
         """The container stopped: release it; return the updates for its answer — the
-        containers its creation moved first (re-asserted), then the shared pool's growth."""
+        containers its creation moved first (re-asserted), then as much of the shared pool's
+        growth as one answer carries (the pusher's batch; the rest follows in the background,
+        so that 500 growing containers do not hold the runtime's other events)."""
         reasserted = self._moved_by.reasserted(container_id, self._engine)
         plan = self._release(container_id, subject, "stop")
         moved = {r.container_id for r in reasserted}
-        updates = [u for u in response_order(plan) if u.container_id not in moved]
-        updates = self._answers.fill(updates, container_id, *moved)
+        self.pusher.mark_dirty(u.container_id for u in plan.updates
+                               if u.container_id not in moved)
+        updates = self._answers.fill([], container_id, *moved)
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *updates]
 

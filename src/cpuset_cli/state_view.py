@@ -49,6 +49,10 @@ class StateView:
     """Containers the verifier's last pass found off their placement in the kernel's cgroup
     files: container id → what differs and how often its placement was re-sent."""
     pending_updates: list[str] = field(default_factory=list)
+    draining: str = ""
+    """CPUs running containers gave up but may still run on (a move, a shrink or a
+    correction the kernel does not show yet): no exclusive owner gets them until a verifier
+    pass shows them left."""
     stats: dict[str, int] = field(default_factory=dict)
     """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
     ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``,
@@ -83,7 +87,8 @@ def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
         pinned={str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         exclusive={str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
         drift=drift, kernel_drift=dict(sorted((kernel_drift or {}).items())),
-        pending_updates=sorted(pending), stats=dict(stats or {}))
+        pending_updates=sorted(pending), draining=engine.draining.format(),
+        stats=dict(stats or {}))
 
 
 _converter = cattrs.Converter()

@@ -58,6 +58,10 @@ class StateView:
     """Containers the verifier's last pass found off their placement in the kernel's cgroup
     files: container id → what differs and how often its placement was re-sent."""
     pending_updates: list[str] = field(default_factory=list)
+    draining: str = ""
+    """CPUs running containers gave up but may still run on (a move, a shrink or a
+    correction the kernel does not show yet): no exclusive owner gets them until a verifier
+    pass shows them left."""
     stats: dict[str, int] = field(default_factory=dict)
     """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
     ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``,
@@ -74,6 +78,7 @@ class StatusInputs:
     ledger: Ledger
     shared_pool: CPUSet
     online: CPUSet
+    draining: CPUSet
     runtime: str
     synchronized: bool
     known: Mapping[str, CPUSet] = field(default_factory=dict)
@@ -86,7 +91,8 @@ class StatusInputs:
     def of(cls, engine: CpusetEngine, **rest: object) -> StatusInputs:
         """The engine's committed state (its ledger is an immutable value) and ``rest``."""
         return cls(ledger=engine.ledger, shared_pool=engine.shared_pool(),
-                   online=engine.topology.online, **rest)  # type: ignore[arg-type]
+                   online=engine.topology.online, draining=engine.draining,
+                   **rest)  # type: ignore[arg-type]
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
@@ -127,7 +133,8 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         "pinned": {str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         "exclusive": {str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
         "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
-        "pending_updates": sorted(inputs.pending), "stats": dict(inputs.stats)}
+        "pending_updates": sorted(inputs.pending), "draining": inputs.draining.format(),
+        "stats": dict(inputs.stats)}
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 
 

@@ -19,6 +19,10 @@ Typical use::
 ``stop()`` cleans up the same way before it terminates containerd, so no runc process, shim,
 mount or cgroup outlives the lab; ``restart()`` and ``kill()`` leave containers running (the
 shims keep them), as a real containerd restart or crash does.
+
+Pods run with ``runtime_handler=faulty_runc.HANDLER`` go through a runc wrapper whose live
+updates fail for the containers ``lab.update_faults.fail(container_id)`` names, until
+``allow(container_id)``: real update failures, as containerd reports them.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ from cpuset_adapters.cri.results import RuntimeVersion
 from cpuset_lab.containerd_cleanup import reap_leftovers, remove_pod_cgroups
 from cpuset_lab.containerd_config import ContainerdConfig
 from cpuset_lab.containerd_install import K8S_NAMESPACE, Installation, LabError, find_installation
+from cpuset_lab.faulty_runc import UpdateFaults
 from cpuset_lab.image import IMAGE_NAME, build_image_archive
 from cpuset_lab.kubelet import KubeletClient
 
@@ -68,6 +73,8 @@ class LabContainerd:
             registration_timeout=registration_timeout, request_timeout=request_timeout,
             nri_enabled=nri_enabled, image=image)
         self.start_timeout = start_timeout
+        self.update_faults = UpdateFaults(self.config.update_faults)
+        """Which containers' live updates fail (pods run with ``faulty_runc.HANDLER``)."""
         self._process: subprocess.Popen[bytes] | None = None
         self._client: KubeletClient | None = None
 
@@ -235,6 +242,7 @@ class LabContainerd:
         cgroup parents (``/kubepods/.../pod<uid>``, and QoS tiers left empty) that runc leaves
         behind, also those of pods the lab's client ran and a test already removed. Returns how
         many pods were still there."""
+        self.update_faults.clear()
         client = self.client()
         pods = client.list_pods()
         parents = set(client.cgroup_parents)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from cpuset_lab import faulty_runc
 from cpuset_lab.containerd_install import RUNC, LabError
 
 #: sun_path is 108 bytes including the terminating NUL (the ttrpc socket adds ".ttrpc").
@@ -53,6 +54,17 @@ class ContainerdConfig:
         return self.workdir / "runc"
 
     @property
+    def faulty_runc(self) -> Path:
+        """The ``runc-faulty`` handler's runc: a wrapper whose updates can fail
+        (``faulty_runc``)."""
+        return self.workdir / "runc-faulty"
+
+    @property
+    def update_faults(self) -> Path:
+        """Where a file named by a container id makes its runc updates fail."""
+        return self.workdir / "fail-updates"
+
+    @property
     def cri_address(self) -> Path:
         """containerd's gRPC socket (CRI and the containerd API)."""
         return self.workdir / "containerd.sock"
@@ -73,6 +85,7 @@ class ContainerdConfig:
         cni = self.workdir / "cni"
         cri = 'plugins."io.containerd.grpc.v1.cri"'
         runc = f"{cri}.containerd.runtimes.runc"
+        faulty = f"{cri}.containerd.runtimes.{faulty_runc.HANDLER}"
         q = _toml_str
         return "\n".join([
             "version = 2",
@@ -125,6 +138,14 @@ class ContainerdConfig:
             f"  BinaryName = {q(RUNC)}",
             f"  Root = {q(self.runc_root)}",
             "  SystemdCgroup = false",
+            # A second handler, for pods whose live updates a test makes fail; same runc root,
+            # so cleanup finds its containers too.
+            f"[{faulty}]",
+            '  runtime_type = "io.containerd.runc.v2"',
+            f"[{faulty}.options]",
+            f"  BinaryName = {q(self.faulty_runc)}",
+            f"  Root = {q(self.runc_root)}",
+            "  SystemdCgroup = false",
             "",
         ])
 
@@ -135,8 +156,11 @@ class ContainerdConfig:
                                f"{sock}; use a shorter workdir")
         for directory in (self.workdir, self.root, self.state, self.runc_root,
                           self.nri_socket.parent, self.nri_plugin_path,
-                          self.nri_plugin_config_path, self.workdir / "cni" / "bin",
+                          self.nri_plugin_config_path, self.update_faults,
+                          self.workdir / "cni" / "bin",
                           self.workdir / "cni" / "conf", self.workdir / "opt", self.pod_log_dir):
             directory.mkdir(parents=True, exist_ok=True)
+        self.faulty_runc.write_text(faulty_runc.wrapper_script(RUNC, self.update_faults))
+        self.faulty_runc.chmod(0o755)
         self.config_path.write_text(self.text())
         return self.config_path

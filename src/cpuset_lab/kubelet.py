@@ -65,9 +65,9 @@ class KubeletClient(CriClient):
         self._pod_configs.pop(pod_id, None)
 
     @contextmanager
-    def pod(self, spec: PodSpec) -> Iterator[str]:
+    def pod(self, spec: PodSpec, *, runtime_handler: str = "") -> Iterator[str]:
         """``run_pod`` for a ``with`` block; the pod is stopped and removed on the way out."""
-        pod_id = self.run_pod(spec)
+        pod_id = self.run_pod(spec, runtime_handler=runtime_handler)
         try:
             yield pod_id
         finally:

@@ -147,11 +147,12 @@ def cpus(cri: KubeletClient, cid: str) -> CPUSet:
 
 @contextmanager
 def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
-        namespace: str = "default") -> Iterator[str]:
+        namespace: str = "default", runtime_handler: str = "") -> Iterator[str]:
     uid = str(uuid.uuid4())
     annotations = {KEY: pins} if pins is not None else {}
     with cri.pod(PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
-                         namespace=namespace, annotations=annotations)) as pod_id:
+                         namespace=namespace, annotations=annotations),
+                 runtime_handler=runtime_handler) as pod_id:
         yield pod_id
 
 

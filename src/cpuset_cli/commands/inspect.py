@@ -60,6 +60,9 @@ def _render(view: state_view.StateView) -> None:
                                                  for cpu, o in view.exclusive.items()))
     trailer.append(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
                    f"updates: {len(view.pending_updates)}")
+    if view.draining:
+        trailer.append(f"draining: {view.draining} (given up, not yet seen left in the kernel: "
+                       f"kept from exclusive use)")
     subjects = {c.id: c.subject for c in view.containers}
     trailer.extend(f"off its placement in the kernel: {subjects.get(cid, cid[:12])}: {what}"
                    for cid, what in view.kernel_drift.items())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import tarfile
 import tomllib
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
-from cpuset_lab import cgroups
+from cpuset_lab import cgroups, faulty_runc
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import LabError
 from cpuset_lab.image import IMAGE_NAME, build_image_archive, goarch
@@ -80,8 +81,44 @@ def test_containerd_config_is_private_and_enables_nri(tmp_path: Path) -> None:
     assert cri["restrict_oom_score_adj"] is True
     runc = cri["containerd"]["runtimes"]["runc"]
     assert runc["options"]["BinaryName"] == "/usr/sbin/runc"
+    faulty = cri["containerd"]["runtimes"][faulty_runc.HANDLER]
+    assert faulty["runtime_type"] == "io.containerd.runc.v2"
+    assert faulty["options"]["BinaryName"] == str(lab.config.faulty_runc)
+    assert faulty["options"]["Root"] == runc["options"]["Root"]  # cleanup finds its containers
     assert tomllib.loads(LabContainerd(tmp_path, nri_enabled=False).config.text())[
         "plugins"]["io.containerd.nri.v1.nri"]["disable"] is True
+
+
+def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(script), *args], input='{"cpu": {"cpus": "0"}}',
+                          capture_output=True, text=True, check=False, timeout=10)
+
+
+def test_the_faulty_runc_fails_only_the_updates_of_flagged_containers(tmp_path: Path) -> None:
+    """The wrapper passes everything to runc, except ``update`` of a flagged container id
+    (go-runc's ``runc --root R --log L --log-format json update --resources=- ID``)."""
+    runc = tmp_path / "runc"
+    runc.write_text('#!/bin/sh\necho "runc $*"\n')
+    runc.chmod(0o755)
+    faults = faulty_runc.UpdateFaults(tmp_path / "faults")
+    script = tmp_path / "runc-faulty"
+    script.write_text(faulty_runc.wrapper_script(runc, faults.directory))
+    script.chmod(0o755)
+    update = ("--root", "/r/update", "--log", "/l/log.json", "--log-format", "json", "update",
+              "--resources=-")
+    assert _run(script, *update, "abc").stdout == f"runc {' '.join(update)} abc\n"
+    faults.fail("abc")
+    refused = _run(script, *update, "abc")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == f"{faulty_runc.REFUSAL} abc (fault injected)\n"
+    assert _run(script, *update, "other").returncode == 0  # only the flagged container
+    assert _run(script, "--root", "/r", "start", "abc").returncode == 0  # only updates
+    assert _run(script, "--root", "/r", "state", "update").returncode == 0
+    assert faults.failing() == {"abc"}
+    faults.clear()
+    assert _run(script, *update, "abc").returncode == 0
+    with pytest.raises(ValueError, match="not a container id"):
+        faults.fail("../etc")
 
 
 def test_overlong_socket_paths_are_refused(tmp_path: Path) -> None:

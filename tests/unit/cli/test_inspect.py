@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from cpuset_adapters.status_socket import read_status, serve_status
 from cpuset_cli import state_view
 from cpuset_cli.commands.explain import explain
-from cpuset_cli.commands.inspect import inspect
+from cpuset_cli.commands.inspect import _render, inspect
 from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
@@ -81,6 +81,29 @@ def test_an_empty_node_is_a_valid_document() -> None:
     view = state_view.decode(state_view.render(inputs))
     assert view.containers == []
     assert view.drift == []
+
+
+def test_state_view_shows_the_cpus_draining_until_the_kernel_shows_them_left(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT), confirm_releases=True)
+    pod = PodFacts(sandbox_id="s-db", namespace="ns", name="db", cgroup_parent="/kubepods/pod2")
+    for quota in (400_000, 200_000):  # a shrinking resize: two CPUs given up
+        facts = ContainerFacts(id="id-db", sandbox_id="s-db", name="main", cpu_quota=quota,
+                               cpu_period=100_000)
+        plan = (engine.plan_create(pod, facts) if quota == 400_000
+                else engine.plan_resize(pod, facts))
+        engine.commit(plan)
+    view = state_view.build(engine, runtime="containerd 1.7.24", synchronized=True, known={},
+                            pending=frozenset())
+    assert view.draining == "1,9"
+    assert view.exclusive == {"0": "id-db", "8": "id-db"}
+    assert state_view.decode(state_view.encode(view)) == view
+    _render(view)
+    assert "draining: 1,9 (given up, not yet seen left in the kernel: kept from exclusive use)" \
+        in capsys.readouterr().out
+    engine.confirm("id-db", CPUSet.parse("0,8"))
+    assert state_view.build(engine, runtime="", synchronized=True, known={},
+                            pending=frozenset()).draining == ""
 
 
 def test_decode_refuses_other_schemas_and_garbage() -> None:

@@ -149,6 +149,31 @@ def test_cpus_a_shrink_gave_up_go_to_no_other_exclusive_owner_until_the_kernel_s
     kernel.admit(other, container("c-other", other, cpu_limit=4))
 
 
+def test_cpus_a_failed_move_off_a_pin_kept_go_to_no_exclusive_owner_after_the_pin_leaves(
+        ) -> None:
+    """The move off a new pin rides on the pin's answer; the runtime refused it, so the moved
+    container still runs on the pinned CPUs. When the pin goes they are free in the ledger, but
+    no other exclusive owner gets them until the kernel shows the container left them."""
+    kernel, verifier = rig()
+    db, io, other = pod("db"), pod("io", qos="burstable", pins="0-3,8-11"), pod("other")
+    kernel.admit(db, with_path(container("c-db", db, cpu_limit=8)))
+    assert kernel.cpus["c-db"] == CPUSet.parse("0-3,8-11")  # one socket
+    kernel.admit(io, with_path(container("c-io", io)), apply=False)  # c-db's move failed
+    kernel.verify(verifier)
+    kernel.service.remove("c-io", "ns/io/main")
+    assert kernel.service.engine.draining == CPUSet.parse("0-3,8-11")
+    with pytest.raises(InsufficientCpusError):
+        kernel.service.admit(other, with_path(container("c-other", other, cpu_limit=1)))
+    kernel.verify(verifier)  # still there in the kernel: still draining
+    assert kernel.service.engine.draining == CPUSet.parse("0-3,8-11")
+    kernel.send_background()  # the verifier's re-send of the move lands
+    assert kernel.cpus["c-db"] == CPUSet.parse("4-7,12-15")
+    kernel.verify(verifier)
+    assert kernel.service.engine.draining == CPUSet()
+    kernel.admit(other, with_path(container("c-other", other, cpu_limit=1)))
+    assert kernel.cpus["c-other"] <= CPUSet.parse("0-3,8-11")
+
+
 def test_without_confirmation_released_cpus_are_free_at_once() -> None:
     kernel, _ = rig(confirm=False)
     db, other = pod("db"), pod("other")

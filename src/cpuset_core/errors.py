@@ -97,11 +97,15 @@ class InsufficientCpusError(AdmissionError):
 
     reason = "insufficient-cpus"
 
-    def __init__(self, subject: str, requested: int, free: int) -> None:
+    def __init__(self, subject: str, requested: int, free: int, *, draining: int = 0) -> None:
         self.requested = requested
         self.free = free
+        self.draining = draining
+        """CPUs that would be free but for running containers not yet seen leaving them."""
+        held = (f"; {draining} more given up by running containers are kept until the kernel "
+                f"shows them left (inspect: draining)" if draining else "")
         super().__init__(subject, f"needs {requested} exclusive CPU(s) but only {free} "
-                                  f"are free (online minus pinned, exclusive and reserved)")
+                                  f"are free (online minus pinned, exclusive and reserved){held}")
 
 
 class FullCoresUnavailableError(AdmissionError):

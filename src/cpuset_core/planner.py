@@ -9,13 +9,15 @@ for each one; the planner decides and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from cpuset_core.classify import classify
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.draining import Draining
 from cpuset_core.errors import (
+    InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
@@ -153,6 +155,10 @@ class ChangePlanner:
                             reason, moves=updates)
 
     def _plan_integer(self, working: Ledger, item: Live) -> Plan:
+        with self._naming_draining(working):
+            return self._place_integer(working, item)
+
+    def _place_integer(self, working: Ledger, item: Live) -> Plan:
         free = self._free(working)
         request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
@@ -170,9 +176,25 @@ class ChangePlanner:
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self.base.without(item.facts.id)
         free = self._free(working, but=item.facts.id)
-        cpus, how = resize_exclusive(self.topology, self.allocator, self.settings.allocation,
-                                     item, current, free=free, exclusive=working.exclusive)
+        with self._naming_draining(working, but=item.facts.id):
+            cpus, how = resize_exclusive(self.topology, self.allocator,
+                                         self.settings.allocation, item, current, free=free,
+                                         exclusive=working.exclusive)
         return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
+
+    @contextlib.contextmanager
+    def _naming_draining(self, working: Ledger, *, but: str | None = None) -> Iterator[None]:
+        """A refusal for want of CPUs says how many are only draining: else a CPU with no
+        owner in ``inspect`` looks free, and the refusal wrong."""
+        try:
+            yield
+        except InsufficientCpusError as exc:
+            held = self.draining.cpus(but=but) & exclusive_free(self.topology, working.reserved,
+                                                                self.settings)
+            if not held:
+                raise
+            raise InsufficientCpusError(exc.subject, exc.requested, exc.free,
+                                        draining=len(held)) from exc
 
     def _free(self, working: Ledger, *, but: str | None = None) -> CPUSet:
         """CPUs an exclusive choice may take: free in ``working``, none draining (``but`` that

@@ -139,7 +139,8 @@ def test_cpus_a_shrink_gave_up_go_to_no_other_exclusive_owner_until_the_kernel_s
     kept = kernel.service.ledger.entries["c-db"].cpus
     assert len(kept) == 2
     assert kernel.service.engine.draining == kernel.cpus["c-db"] - kept
-    with pytest.raises(InsufficientCpusError):
+    with pytest.raises(InsufficientCpusError, match="12 more given up by running containers "
+                       r"are kept until the kernel shows them left \(inspect: draining\)"):
         kernel.service.admit(other, with_path(container("c-other", other, cpu_limit=4)))
     kernel.verify(verifier)  # the kernel still shows 14 CPUs: nothing confirmed
     assert len(kernel.service.engine.draining) == 12

@@ -21,7 +21,7 @@ from cpuset_adapters.nri.session import NriSession, locks_are_safe
 from cpuset_adapters.observability import probes
 from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
-from cpuset_adapters.process_memory import release_free_memory
+from cpuset_adapters.process_memory import limit_heaps, release_free_memory
 from cpuset_adapters.status_socket import serve_status
 from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
@@ -151,6 +151,7 @@ class Daemon:
 
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
+        limit_heaps()  # before any thread starts (process_memory)
         status = await self._serve_status()
         http = self._serve_http()
         pushing = asyncio.create_task(self.service.pusher.run(self._send, quiet=self._may_call),

@@ -40,11 +40,14 @@ class Draining:
         containers that are gone release theirs (a stopped container runs nowhere)."""
         held: dict[str, CPUSet] = {}
         for cid, entry in result.entries.items():
+            if entry.kind is Kind.SHARED and cid not in self.held:
+                continue  # nothing to add or keep: most of a dense node, skipped cheaply
             old = base.entries.get(cid)
             drained = self.held.get(cid, EMPTY)
             if old is not None and old.kind is not Kind.SHARED and entry.kind is not Kind.SHARED:
                 drained |= old.cpus - entry.cpus
-            drained -= entry.cpus if entry.kind is not Kind.SHARED else EMPTY
+            if entry.kind is not Kind.SHARED:
+                drained -= entry.cpus
             if drained:
                 held[cid] = drained
         return Draining(MappingProxyType(held))

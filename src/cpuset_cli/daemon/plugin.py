@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections import Counter
@@ -152,6 +153,10 @@ class Daemon:
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         limit_heaps()  # before any thread starts (process_memory)
+        # What exists now (modules, classes, the configuration) is never garbage: a full
+        # collection, which lands on whatever hook allocates at that moment, then skips it
+        # (measured in-process with 500 containers decided after it: 8-17 ms -> 0.1 ms).
+        gc.freeze()
         status = await self._serve_status()
         http = self._serve_http()
         pushing = asyncio.create_task(self.service.pusher.run(self._send, quiet=self._may_call),

@@ -1,3 +1,3 @@
 """Observability adapters: Prometheus metrics, the ``/metrics``, ``/healthz`` and ``/readyz``
 HTTP endpoint, and structured logging. Import the modules themselves (``metrics`` pulls in
-prometheus-client, ``logging`` structlog)."""
+prometheus-client, ``logging`` a stdlib formatter for event names plus fields)."""

@@ -1,19 +1,22 @@
-"""Log configuration: one structlog renderer (JSON lines or console) for every log call, the
-existing ``logging.getLogger(...)`` ones included, and the debug toggle (SIGUSR1).
+"""Log configuration: one renderer (JSON lines or console) for every log call, the existing
+``logging.getLogger(...)`` ones included, and the debug toggle (SIGUSR1).
 
 Events are an event name plus fields passed as ``extra`` (decision events: see
 :mod:`cpuset_service.events`); the JSON renderer emits the fields as keys, the console renderer
 as ``key=value`` after the event name (``admit container=ns/pod/c id=... kind=... cpus=...``).
+A stdlib ``Formatter`` does it: structlog, which rendered these lines before, took 4-7 MiB of
+the daemon's 40 MiB budget (it imports rich) for what is one dictionary per record
+(docs/decisions.md, item 28).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
 from types import FrameType
 from typing import Any, Literal, TextIO
-
-import structlog
 
 LogFormat = Literal["json", "console"]
 LEVELS = ("debug", "info", "warning", "error")
@@ -49,7 +52,7 @@ class LogControl:
 
 def configure_logging(level: str = "info", fmt: LogFormat = "console",
                       stream: TextIO | None = None) -> LogControl:
-    """Route every log record (stdlib and structlog) through one renderer on ``stream``
+    """Route every log record through one renderer on ``stream``
     (stderr by default) at ``level``; return the control for the debug toggle.
 
     Raises ``ValueError`` for an unknown level or format. Calling it again replaces the
@@ -59,34 +62,43 @@ def configure_logging(level: str = "info", fmt: LogFormat = "console",
         raise ValueError(f"log level {level!r} is not one of {', '.join(LEVELS)}")
     if fmt not in {"json", "console"}:
         raise ValueError(f"log format {fmt!r} is not json or console")
-    shared: list[Any] = [
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    renderer: Any = (structlog.processors.JSONRenderer(sort_keys=False) if fmt == "json"
-                     else render_console)
-    formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    structlog.processors.format_exc_info, renderer])
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(formatter)
+    handler.setFormatter(EventFormatter(fmt))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(_numeric(level))
-    structlog.configure(
-        processors=[structlog.stdlib.filter_by_level, *shared,
-                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False)
     return LogControl(level)
 
 
-def render_console(_logger: object, _method: str, event: dict[str, Any]) -> str:
+_RECORD_KEYS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+"""What every ``LogRecord`` has; anything else on a record came as ``extra``: its fields."""
+
+
+class EventFormatter(logging.Formatter):
+    """Renders a record as its event (the message), level, logger, UTC timestamp, fields (the
+    record's ``extra``) and traceback: one JSON object, or one console line."""
+
+    def __init__(self, fmt: LogFormat) -> None:
+        super().__init__()
+        self._json = fmt == "json"
+
+    def format(self, record: logging.LogRecord) -> str:
+        event: dict[str, Any] = {
+            "event": record.getMessage(), "level": record.levelname.lower(),
+            "logger": record.name,
+            "timestamp": datetime.fromtimestamp(record.created, UTC).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ")}
+        event.update((k, v) for k, v in vars(record).items() if k not in _RECORD_KEYS)
+        if record.exc_info:
+            event["exception"] = self.formatException(record.exc_info)
+        if self._json:
+            return json.dumps(event, default=repr)
+        return render_console(event)
+
+
+def render_console(event: dict[str, Any]) -> str:
     """``<timestamp> <LEVEL> <logger>: <event>`` then every field (``key=value``, values with
     spaces quoted), then the traceback if there is one."""
     line = (f"{event.get('timestamp', '')} {str(event.get('level', '')).upper()} "

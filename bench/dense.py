@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dense_node import DenseNode, timed
+from dense_node import DenseNode
 
-from cpuset_adapters.status_socket import read_status
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import plugin_log
 from cpuset_lab.cgroups import online_cpus
@@ -205,24 +205,37 @@ class DenseBench:
 
     @contextmanager
     def reading_status(self, pace: float) -> Iterator[list[float]]:
-        """Read the status socket (another process's ``inspect``) every ``pace`` seconds, or
-        without pause, while the block runs; yields the list the read times (ms) go to. A
-        nonstop reader also takes a CPU from the runtime on a small machine: the paced one
-        shows what a hook waits for the document."""
+        """Read the status socket from another process (as ``inspect`` does) every ``pace``
+        seconds, or without pause, while the block runs; yields the read times (ms), filled in
+        at the end. A nonstop reader also takes a CPU from the runtime on a small machine: the
+        paced one shows what a hook waits for the document."""
         assert self.plugin.status_socket is not None
-        socket, reads, done = self.plugin.status_socket, [], threading.Event()
-
-        def loop() -> None:
-            while not done.wait(pace):
-                reads.append(timed(lambda: read_status(socket)))
-
-        reader = threading.Thread(target=loop, daemon=True)
-        reader.start()
+        reads: list[float] = []
+        reader = subprocess.Popen(  # noqa: S603 - our interpreter, our module
+            [sys.executable, "-c", _READER, str(self.plugin.status_socket), str(pace)],
+            stdout=subprocess.PIPE, text=True)
         try:
             yield reads
         finally:
-            done.set()
-            reader.join()
+            reader.send_signal(signal.SIGINT)
+            out, _ = reader.communicate(timeout=30)
+            reads.extend(float(line) for line in out.split())
+
+
+_READER = """
+import sys, time
+from cpuset_adapters.status_socket import read_status
+path, pace, times = sys.argv[1], float(sys.argv[2]), []
+try:
+    while True:
+        start = time.perf_counter()
+        read_status(path)
+        times.append((time.perf_counter() - start) * 1000)
+        time.sleep(pace)
+except KeyboardInterrupt:
+    print("\\n".join(f"{t:.3f}" for t in times))
+"""
+"""A status reader of its own (a process, like ``inspect``): prints each read's milliseconds."""
 
 
 def main() -> int:

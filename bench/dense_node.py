@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -130,13 +130,6 @@ class DenseNode:
         for cid in self.cgroups:
             self.cri.update_resources(cid, cpuset_cpus=cpus.format())
         return time.perf_counter() - start
-
-
-def timed(action: Callable[[], object]) -> float:
-    """Milliseconds ``action`` took."""
-    start = time.perf_counter()
-    action()
-    return (time.perf_counter() - start) * 1000
 
 
 def _spec(name: str, qos: QosClass, annotations: dict[str, str] | None = None) -> PodSpec:

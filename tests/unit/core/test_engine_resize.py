@@ -1,0 +1,57 @@
+"""In-place resize of integer containers: shrinking keeps whole cores, growing stays on the node.
+
+Most tests run on DUAL_SOCKET: 16 CPUs, node 0 = 0-3,8-11, node 1 = 4-7,12-15, CPU n and n+8
+are siblings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cpuset_core.engine import CpusetEngine
+from cpuset_core.invariants import violations
+from tests.builders.facts import container, pod
+from tests.unit.core.engine_steps import KEY, _integer
+from tests.unit.core.topologies import DUAL_SOCKET
+
+
+@pytest.mark.parametrize(("before", "after"), [(4, 2), (4, 1), (3, 2)])
+def test_shrinking_an_integer_container_keeps_whole_cores_of_its_own_cpus(
+        before: int, after: int) -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    _integer(engine, "db", before)
+    old = engine.ledger.entries["db"].cpus
+    p = pod("db")
+    plan = engine.plan_resize(p, container("db", p, cpu_limit=after))
+    engine.commit(plan)
+    new = engine.ledger.entries["db"].cpus
+    assert new <= old
+    assert len(new) == after
+    assert len(DUAL_SOCKET.cores_within(new)) == (after + 1) // 2
+    assert violations(DUAL_SOCKET, engine.ledger, engine.settings) == []
+
+
+def test_growing_keeps_the_current_cpus_and_stays_on_the_node() -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    _integer(engine, "db", 2)
+    old = engine.ledger.entries["db"].cpus
+    p = pod("db")
+    plan = engine.plan_resize(p, container("db", p, cpu_limit=6))
+    assert plan.placement is not None
+    assert plan.placement.cpus >= old
+    assert plan.placement.cpus <= DUAL_SOCKET.cpus_of_numa(0)
+    assert "grown from 2" in plan.reason
+
+
+def test_pinned_and_same_size_resizes_change_nothing() -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    io = pod("io", annotations={KEY: "3"})
+    engine.commit(engine.plan_create(io, container("io", io)))
+    _integer(engine, "db", 2)
+    ledger = engine.ledger
+    assert engine.plan_resize(io, container("io", io, cpu_limit=4)).result is ledger
+    db = pod("db")
+    same = engine.plan_resize(db, container("db", db, cpu_limit=2))
+    assert same.result is ledger
+    assert same.placement is not None
+    assert same.placement.cpus == ledger.entries["db"].cpus

@@ -24,7 +24,7 @@ from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.machines import THIS_MACHINE_LIKE, write_sysfs_tree
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import guaranteed
-from tests.e2e.test_plugin import (
+from tests.e2e.plugin_harness import (
     ONLINE,
     Plugin,
     cpus,

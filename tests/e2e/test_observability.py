@@ -19,7 +19,7 @@ from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
-from tests.e2e.test_plugin import (
+from tests.e2e.plugin_harness import (
     ONLINE,
     Plugin,
     needs_two_cpus,

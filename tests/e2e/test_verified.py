@@ -26,7 +26,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import guaranteed
-from tests.e2e.test_plugin import (
+from tests.e2e.plugin_harness import (
     ONLINE,
     Plugin,
     cpus,

@@ -1,0 +1,161 @@
+"""The plugin on a real containerd 1.7.24 for the e2e tests: `nri-cpuset run` connected to the
+lab's NRI socket (the Plugin process, its fixture and log), pods driven over CRI like a kubelet,
+and what the kernel enforces (cgroup cpusets and /proc/<pid>/status).
+
+This machine has 2 online CPUs, no SMT and one NUMA node, so the scenarios are small; richer
+topologies are covered by the unit, model and contract tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from cpuset_adapters import cgroupfs
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab import cgroups, plugin_log
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed
+
+ONLINE = cgroups.online_cpus() if Path("/sys/devices/system/cpu/online").exists() else CPUSet()
+KEY = "weka.io/cores-ids"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+P = TypeVar("P", bound="Plugin")
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``nri-cpuset ARGS`` from this source tree, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "cpuset_cli", *args], capture_output=True,
+                          text=True, check=check, timeout=60,
+                          env={**os.environ, "PYTHONPATH": SRC})
+
+
+def inspect_state(status: Path) -> dict[str, Any]:
+    """The running plugin's state document (``inspect -o json``)."""
+    state: dict[str, Any] = json.loads(cli("inspect", "--status-socket", str(status),
+                                           "-o", "json").stdout)
+    return state
+
+
+class Plugin:
+    """`nri-cpuset run` as a child process, with its log (``args``: more flags for ``run``)."""
+
+    def __init__(self, socket: Path, log: Path, args: tuple[str, ...] = ()) -> None:
+        self.socket, self.log, self.args = socket, log, args
+        self.status = log.with_name("status.sock")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": SRC}
+        env.pop("NRI_PLUGIN_SOCKET", None)
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
+                 "--log-level", "debug", "--log-format", "console", "--status-socket",
+                 str(self.status), *self.args],
+                stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_synchronized(self, count: int = 1) -> None:
+        wait_until(lambda: plugin_log.synchronized(self.text()) >= count,
+                   f"synchronize #{count}\n--- plugin log ---\n{self.text()[-3000:]}")
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=10)
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.process = None
+
+
+@contextmanager
+def serving(lab: LabContainerd, running: P) -> Iterator[P]:
+    """``running`` started and synchronized; at the end, the lab's pods removed first (so the
+    plugin sees their containers go: no leak across tests), then a clean stop (exit code 0)."""
+    running.start()
+    try:
+        running.wait_synchronized()
+    except BaseException:
+        running.kill()  # a plugin left running would answer the next test's events too
+        raise
+    yield running
+    if running.process is not None:
+        lab.cleanup()
+        assert running.stop() == 0, running.text()[-3000:]
+
+
+@pytest.fixture
+def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
+    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
+        yield running
+
+
+def actual(cri: KubeletClient, cid: str) -> tuple[CPUSet, CPUSet]:
+    """The container's CPUs and memory nodes as the kernel enforces them (cgroup and /proc
+    must agree)."""
+    status = cri.container_status(cid)
+    assert status.pid is not None
+    assert status.cgroups_path is not None
+    cgroup = cgroupfs.container_cpuset(status.cgroups_path)
+    affinity = cgroups.process_affinity(status.pid)
+    assert cgroup.effective_cpus == affinity.cpus, (cgroup, affinity)
+    return affinity.cpus, affinity.mems
+
+
+def cpus(cri: KubeletClient, cid: str) -> CPUSet:
+    return actual(cri, cid)[0]
+
+
+@contextmanager
+def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
+        namespace: str = "default", runtime_handler: str = "") -> Iterator[str]:
+    uid = str(uuid.uuid4())
+    annotations = {KEY: pins} if pins is not None else {}
+    with cri.pod(PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
+                         namespace=namespace, annotations=annotations),
+                 runtime_handler=runtime_handler) as pod_id:
+        yield pod_id
+
+
+def shared(cri: KubeletClient, lab: LabContainerd, pod_id: str, name: str = "app") -> str:
+    return cri.run_container(pod_id, name, lab.image,
+                             resources=container_resources(cpu_request="100m"))
+
+
+def integer(cri: KubeletClient, lab: LabContainerd, pod_id: str, count: int,
+            name: str = "app") -> str:
+    return cri.run_container(pod_id, name, lab.image, resources=guaranteed(count, "64Mi"))
+
+
+needs_two_cpus = pytest.mark.skipif(len(ONLINE) < 2, reason="needs two online CPUs")

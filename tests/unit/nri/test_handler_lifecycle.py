@@ -13,7 +13,7 @@ from cpuset_cli import bootstrap, state_view
 from cpuset_core import CPUSet
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from tests.builders.nri import container, pod
-from tests.unit.nri.test_handler import make
+from tests.unit.nri.handler_harness import make
 
 
 def test_an_app_container_reuses_its_completed_init_containers_cpus() -> None:

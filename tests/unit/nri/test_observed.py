@@ -27,7 +27,7 @@ from cpuset_service.observer import (
 from cpuset_service.placement import PlacementService
 from cpuset_service.staged import apply_staged
 from tests.builders.nri import container, pod
-from tests.unit.nri.test_handler import TOPOLOGY
+from tests.unit.nri.handler_harness import TOPOLOGY
 
 
 @dataclass

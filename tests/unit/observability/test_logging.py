@@ -19,7 +19,7 @@ from cpuset_core import ContainerUpdate, CpusetEngine
 from cpuset_service.events import FIELDS
 from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
-from tests.unit.nri.test_handler import TOPOLOGY
+from tests.unit.nri.handler_harness import TOPOLOGY
 
 
 @pytest.fixture(autouse=True)

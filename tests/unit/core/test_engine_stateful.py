@@ -13,7 +13,6 @@ After every step:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +24,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     consumes,
     initialize,
-    invariant,
     multiple,
     rule,
 )
@@ -35,16 +33,13 @@ from cpuset_core import (
     AdmissionError,
     AllocationOptions,
     ContainerFacts,
-    ContainerUpdate,
     CPUSet,
     CpusetEngine,
     Kind,
-    Placement,
     PodFacts,
     Settings,
     SharedPoolExhaustedError,
     UpdateTransactionError,
-    violations,
 )
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
@@ -53,12 +48,13 @@ from cpuset_lab.machines import (
     THIS_MACHINE_LIKE,
     build_topology,
 )
+from tests.unit.core.engine_lifecycle_checks import LifecycleChecks
 
 SHAPES = [THIS_MACHINE_LIKE, DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED]
 PERIOD = 100_000
 
 
-class EngineLifecycle(RuleBasedStateMachine):
+class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
     containers = Bundle("containers")
 
     def __init__(self) -> None:
@@ -100,24 +96,6 @@ class EngineLifecycle(RuleBasedStateMachine):
         return ContainerFacts(id=f"c{self.counter}", sandbox_id=pod.sandbox_id, name="main",
                               cpu_quota=quota, cpu_period=None if quota is None else PERIOD)
 
-    def _snapshot(self) -> dict[str, tuple[CPUSet, CPUSet | None]]:
-        # An unset cpuset means "every CPU of the parent", which is what a restore writes back.
-        return {cid: (c.cpus if c.cpus is not None else self.topology.online, c.mems)
-                for cid, c in self.host.containers.items()}
-
-    def _assert_untouched(self, before: dict[str, tuple[CPUSet, CPUSet | None]]) -> None:
-        """Every container is as it was; a drifted one may instead have been put back where
-        the (unchanged) ledger says it belongs, which is the safe state it should have had."""
-        after = self._snapshot()
-        assert after.keys() == before.keys()
-        for cid, state in after.items():
-            if state == before[cid]:
-                continue
-            placement = self.engine.placement(cid)
-            assert cid in self.runtime.drifted, cid
-            assert placement is not None, cid
-            assert state[0] == placement.cpus, cid
-
     def _create(self, pod: PodFacts, facts: ContainerFacts) -> list[str]:
         ledger_before, live_before = self.engine.ledger, self._snapshot()
         pool_before = len(self.engine.shared_pool())
@@ -131,21 +109,6 @@ class EngineLifecycle(RuleBasedStateMachine):
         self._assert_floor_kept(pool_before)
         self._assert_options_kept(plan.placement, plan.moves)
         return [facts.id]
-
-    def _assert_options_kept(self, placement: Placement, moves: Sequence[ContainerUpdate]) -> None:
-        """What a decision placed honours the options in force when it was made."""
-        if not self.settings.allocation.full_physical_cores:
-            return
-        placed = [placement.cpus] if placement.kind is Kind.INTEGER else []
-        for cpus in [*placed, *(m.cpus for m in moves if m.kind is Kind.INTEGER)]:
-            for core in self.topology.cores_within(cpus):
-                assert (core & self.topology.online) <= cpus, f"{cpus} splits core {core}"
-
-    def _assert_floor_kept(self, pool_before: int) -> None:
-        """An admission that shrank the shared pool left it at or above the minimum."""
-        after = len(self.engine.shared_pool())
-        if after < pool_before:
-            assert after >= self.settings.min_shared_pool, (pool_before, after)
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -274,56 +237,6 @@ class EngineLifecycle(RuleBasedStateMachine):
                                           for p in plan.problems)
         for problem in plan.problems:
             assert "ns/" in str(problem) or problem.reason == "shared-pool-below-minimum"
-
-    # -- invariants ----------------------------------------------------------------------------
-
-    @invariant()
-    def ledger_invariants_hold(self) -> None:
-        if not hasattr(self, "engine"):
-            return
-        found = violations(self.topology, self.engine.ledger, self.settings)
-        if self.pool_exhausted_at_sync and self.engine.shared_pool():
-            self.pool_exhausted_at_sync = False
-        if self.pool_exhausted_at_sync:
-            found = [v for v in found if not v.startswith("7:")]
-        assert found == []
-
-    @invariant()
-    def managed_containers_run_where_the_ledger_says(self) -> None:
-        if not hasattr(self, "engine"):
-            return
-        ledger = self.engine.ledger
-        assert set(ledger.entries) <= set(self.host.containers)
-        assert set(self.host.containers) - set(ledger.entries) <= self.unmanaged
-        for cid in set(ledger.entries) - self.runtime.drifted:
-            placement = self.engine.placement(cid)
-            assert placement is not None
-            if placement.kind is Kind.SHARED and not placement.cpus:
-                assert self.pool_exhausted_at_sync  # reported, and left where they were
-                continue
-            live = self.host.containers[cid]
-            assert live.cpus == placement.cpus, cid
-            if placement.mems is not None:
-                assert live.mems == placement.mems
-
-    @invariant()
-    def safety_holds_even_for_drifted_containers(self) -> None:
-        if not hasattr(self, "engine"):
-            return
-        ledger = self.engine.ledger
-        seen = CPUSet()
-        for entry in ledger.entries.values():
-            live = self.host.containers[entry.container_id].cpus
-            if entry.kind is Kind.SHARED and not self.engine.shared_pool():
-                assert self.pool_exhausted_at_sync  # reported at synchronize; nowhere to go
-                continue
-            assert live is not None
-            if entry.kind is Kind.SHARED:
-                assert live.isdisjoint(ledger.reserved), entry.subject
-            elif entry.kind is Kind.INTEGER:
-                assert live.isdisjoint(seen), entry.subject
-                seen |= live
-
 
 TestEngineLifecycle = EngineLifecycle.TestCase
 # CPUSET_STATEFUL_EXAMPLES=2000 for a deep local run; the default keeps CI fast.

@@ -40,6 +40,11 @@ SHAPE_TIMEOUT: Final = 2400.0
 TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
 _QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
+_LOCKUP: Final = re.compile(r"soft lockup - CPU#\d+ stuck for (\d+)s")
+STALL_LIMIT: Final = 120
+"""Seconds a guest CPU may be reported stuck before the guest counts as stalled: software
+emulation of 8 CPUs on 2 host cores was seen to livelock a guest kernel for good (every CPU
+stuck in IPIs for minutes, no test progressing), which only a new boot cures."""
 #: Drivers udev would load for QEMU's q35 devices (SATA, CD-ROM, watchdogs, SMBus, speaker,
 #: mouse), CPU-feature crypto, RAPL, EDAC and NVDIMM: none is used here, and loading them
 #: (crypto self-tests above all) under emulation made booting take 40 s longer.
@@ -139,13 +144,18 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # noqa: S603
                                 stderr=subprocess.STDOUT, cwd=REPO, env=env,
                                 start_new_session=True)
-        copier = threading.Thread(target=_copy_console, args=(proc, console), daemon=True)
+        stalled = threading.Event()
+        copier = threading.Thread(target=_copy_console, args=(proc, console, stalled),
+                                  daemon=True)
         copier.start()
         while proc.poll() is None:
             elapsed = time.monotonic() - started
             booted = (results / "timings").exists()
             if elapsed > timeout or (not booted and elapsed > boot_timeout):
                 timed_out = True
+                _kill_group(proc)
+                break
+            if stalled.is_set():
                 _kill_group(proc)
                 break
             time.sleep(1.0)
@@ -156,15 +166,21 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
     tail.done.set()
     if echo:
         tail.join(timeout=10)
-    return judge(shape.name, results, wall_s=wall, timed_out=timed_out)
+    return judge(shape.name, results, wall_s=wall, timed_out=timed_out,
+                 stalled=stalled.is_set())
 
 
-def _copy_console(proc: subprocess.Popen[bytes], console: BinaryIO) -> None:
+def _copy_console(proc: subprocess.Popen[bytes], console: BinaryIO,
+                  stalled: threading.Event) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
-        if not _QEMU_NOISE.search(line.decode(errors="replace")):
+        text = line.decode(errors="replace")
+        if not _QEMU_NOISE.search(text):
             console.write(line)
             console.flush()
+        lockup = _LOCKUP.search(text)
+        if lockup and int(lockup.group(1)) >= STALL_LIMIT:
+            stalled.set()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -183,7 +199,8 @@ def _explain(result: ShapeResult, results: Path) -> str:
     lines = [f"{result.shape}: {result.outcome.value}: {result.detail} (virtme-ng exit code "
              f"{code})"]
     lines += [f"  not passed: {test}" for test in result.failed_tests]
-    log = "console.log" if result.outcome is Outcome.NOT_BOOTED else "guest.log"
+    log = ("console.log" if result.outcome in (Outcome.NOT_BOOTED, Outcome.STALLED)
+           else "guest.log")
     with contextlib.suppress(OSError):
         tail = (results / log).read_text(errors="replace").splitlines()[-30:]
         lines.append(f"  --- last {len(tail)} lines of {results / log}:")
@@ -246,9 +263,10 @@ def main(argv: list[str]) -> int:
         result = run_shape(shape, results, vng=args.vng, kernel=kernel, python=sys.executable,
                            pytest_args=pytest_args, boot_timeout=args.boot_timeout,
                            timeout=args.timeout)
-        if result.outcome is Outcome.NOT_BOOTED:
+        if result.outcome in (Outcome.NOT_BOOTED, Outcome.STALLED):
             # QEMU's software emulation has been seen to crash (segfault) while the guest
-            # kernel brings its CPUs up: one more boot before calling it a failure.
+            # kernel brings its CPUs up, and to livelock it (STALL_LIMIT): one more boot
+            # before calling it a failure; the summary says which run counted.
             print(_explain(result, results) + f"\n== VM lab: {name}: booting once more",
                   flush=True)
             result = run_shape(shape, results, vng=args.vng, kernel=kernel,

@@ -18,6 +18,7 @@ from pathlib import Path
 class Outcome(enum.Enum):
     PASSED = "passed"
     NOT_BOOTED = "guest did not boot"
+    STALLED = "guest kernel stalled"
     TIMED_OUT = "timed out"
     NO_RESULTS = "no test results"
     FAILED = "tests failed"
@@ -97,8 +98,14 @@ def read_timings(results: Path) -> dict[str, float]:
     return marks
 
 
-def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool) -> ShapeResult:
-    """The result of the guest that wrote ``results``."""
+def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool,
+          stalled: bool = False) -> ShapeResult:
+    """The result of the guest that wrote ``results`` (``stalled``: stopped because its kernel
+    reported a CPU stuck for minutes)."""
+    if stalled:
+        return ShapeResult(shape, Outcome.STALLED, boot_s=read_timings(results).get("booted"),
+                           wall_s=wall_s, detail="a guest CPU was reported stuck for 2 minutes "
+                           "or more (software emulation livelocked the guest kernel)")
     marks = read_timings(results)
     boot = marks.get("booted")
     if boot is None:

@@ -3,6 +3,7 @@ results directory is judged (no boot, no results, skips and pytest's exit code 5
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,27 @@ def test_a_guest_that_booted_but_left_no_report_has_no_results(tmp_path: Path) -
                    timed_out=False)
     assert result.outcome is Outcome.NO_RESULTS
     assert result.boot_s == 20.5
+
+
+def test_a_guest_whose_kernel_reports_a_cpu_stuck_for_minutes_is_stalled(
+        tmp_path: Path) -> None:
+    class Guest:
+        stdout = iter([b"[  80.7] watchdog: BUG: soft lockup - CPU#1 stuck for 26s! [runc:274]\n",
+                       b"[ 199.1] watchdog: BUG: soft lockup - CPU#1 stuck for 119s! [runc]\n"])
+
+    stalled = threading.Event()
+    with (tmp_path / "console.log").open("wb") as console:
+        vm._copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
+    assert not stalled.is_set()  # a CPU starved for a while under emulation is not a stall
+    Guest.stdout = iter([b"[ 220.0] watchdog: BUG: soft lockup - CPU#6 stuck for 120s! [x]\n"])
+    with (tmp_path / "console.log").open("ab") as console:
+        vm._copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
+    assert stalled.is_set()
+    result = judge("default", write_results(tmp_path, rc=None, junit=False), wall_s=300,
+                   timed_out=False, stalled=True)
+    assert result.outcome is Outcome.STALLED
+    assert result.boot_s == 20.5
+    assert not result.ok
 
 
 def test_passing_tests_pass_with_boot_and_test_times(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""The e2e lab: one private NRI-enabled containerd per test session (``cpuset_adapters.lab``).
+"""The e2e lab: one private NRI-enabled containerd per test session (``cpuset_lab``).
 
 Needs root and ``bash scripts/install-containerd``. Without them every e2e test is skipped with the
 reason, unless ``NRI_CPUSET_E2E_REQUIRED=1`` (CI, ``nox -s e2e``), which turns that into a failure.
 Each test gets ``cri`` (a CRI client) and leaves no pod behind: the teardown removes whatever is
-left and fails the test that leaked it.
+left and fails the test that leaked it. ``plugin`` is ``nri-cpuset run`` connected to the lab.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import ContainerdNotInstalled, find_installation
 from cpuset_lab.image import BUSYBOX_PATH
 from cpuset_lab.kubelet import KubeletClient
+from tests.e2e.plugin_harness import Plugin, serving
 
 REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
 
@@ -58,3 +60,11 @@ def cri(lab: LabContainerd) -> Iterator[KubeletClient]:
         lab.start()
     leaked = lab.cleanup()
     assert leaked == 0, f"the test left {leaked} pod(s) running"
+
+
+@pytest.fixture
+def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
+    """``nri-cpuset run`` against the lab, synchronized; stopped cleanly (exit code 0) after
+    the test's pods are gone."""
+    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
+        yield running

@@ -1,6 +1,7 @@
 """The plugin on a real containerd 1.7.24 for the e2e tests: `nri-cpuset run` connected to the
-lab's NRI socket (the Plugin process, its fixture and log), pods driven over CRI like a kubelet,
-and what the kernel enforces (cgroup cpusets and /proc/<pid>/status).
+lab's NRI socket (the Plugin process and its log; its fixture, ``plugin``, is in conftest.py),
+pods driven over CRI like a kubelet, and what the kernel enforces (cgroup cpusets and
+/proc/<pid>/status).
 
 This machine has 2 online CPUs, no SMT and one NUMA node, so the scenarios are small; richer
 topologies are covered by the unit, model and contract tests.
@@ -113,12 +114,6 @@ def serving(lab: LabContainerd, running: P) -> Iterator[P]:
     if running.process is not None:
         lab.cleanup()
         assert running.stop() == 0, running.text()[-3000:]
-
-
-@pytest.fixture
-def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
-    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
-        yield running
 
 
 def actual(cri: KubeletClient, cid: str) -> tuple[CPUSet, CPUSet]:

@@ -26,14 +26,10 @@ from tests.e2e.plugin_harness import (
     inspect_state,
     integer,
     needs_two_cpus,
-    plugin,
     pod,
     shared,
     wait_until,
 )
-
-__all__ = ["plugin"]  # the fixture, imported so pytest finds it here
-
 
 pytestmark = pytest.mark.e2e
 

@@ -24,14 +24,10 @@ from tests.e2e.plugin_harness import (
     cli,
     cpus,
     needs_two_cpus,
-    plugin,
     pod,
     shared,
     wait_until,
 )
-
-__all__ = ["plugin"]  # the fixture, imported so pytest finds it here
-
 
 pytestmark = pytest.mark.e2e
 

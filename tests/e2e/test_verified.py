@@ -33,14 +33,11 @@ from tests.e2e.plugin_harness import (
     inspect_state,
     integer,
     needs_two_cpus,
-    plugin,
     pod,
     serving,
     shared,
     wait_until,
 )
-
-__all__ = ["plugin"]  # the fixture, imported so pytest finds it here
 
 FAULTY = faulty_runc.HANDLER
 REFUSED = "needs 1 exclusive CPU(s) but only 0 are free"

@@ -40,11 +40,10 @@ from pathlib import Path
 from dense_node import DenseNode
 
 from cpuset_core.cpuset import CPUSet
-from cpuset_lab import plugin_log
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
-from cpuset_lab.plugin_process import REGISTERED, PluginProcess
+from cpuset_lab.plugin_process import PluginProcess
 
 HOOK_SECONDS = "nri_cpuset_hook_duration_seconds_sum"
 REST = 12.0
@@ -176,14 +175,16 @@ class DenseBench:
         self.start_plugin(n, "restart after kill -9")
         corrected = node.wait_all_on(self.online, self.plugin.started_at)
         self.report.add(n, "  every correction applied (kernel), from exec", f"{corrected:.3f} s")
-        synchronized = len(self.plugin_events("synchronized"))
-        registered_count = self.plugin.text().count(REGISTERED)
-        self.lab.kill()
-        start = time.perf_counter()
-        self.lab.start()
-        ready = time.perf_counter()
-        registered = self.plugin.wait_for("registered", registered_count + 1)
-        synced = self.plugin.wait_for("synchronized", synchronized + 1)
+        times: list[float] = []
+
+        def restart_containerd() -> None:
+            self.lab.kill()
+            times.append(time.perf_counter())
+            self.lab.start()
+            times.append(time.perf_counter())
+
+        registered, synced = self.plugin.next_join(restart_containerd)
+        start, ready = times
         self.report.add(n, "containerd kill -9: containerd ready again",
                         f"{ready - start:.3f} s after its exec")
         self.report.add(n, "  plugin registered / synchronized, from containerd ready",
@@ -191,17 +192,10 @@ class DenseBench:
         node.cri = self.lab.client()
 
     def start_plugin(self, n: int, what: str) -> None:
-        synchronized = len(self.plugin_events("synchronized"))
-        registered_count = self.plugin.text().count(REGISTERED)
-        self.plugin.start()
-        registered = self.plugin.wait_for("registered", registered_count + 1)
-        synced = self.plugin.wait_for("synchronized", synchronized + 1)
+        registered, synced = self.plugin.next_join(self.plugin.start)
         self.report.add(n, f"{what} to registered / synchronized",
                         f"{registered - self.plugin.started_at:.3f} s / "
                         f"{synced - self.plugin.started_at:.3f} s")
-
-    def plugin_events(self, name: str) -> list[dict[str, object]]:
-        return plugin_log.events(self.plugin.text(), name)
 
     @contextmanager
     def reading_status(self, pace: float) -> Iterator[list[float]]:

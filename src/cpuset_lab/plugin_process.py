@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cpuset_lab import plugin_log
@@ -68,9 +68,7 @@ class PluginProcess:
                 data = partial + log.read()
             offset += len(data) - len(partial)
             complete, _, partial = data.rpartition(b"\n")
-            text = complete.decode(errors="replace")
-            seen += (text.count(REGISTERED) if what == "registered"
-                     else len(plugin_log.events(text, what)))
+            seen += _count(complete.decode(errors="replace"), what)
             now = time.perf_counter()
             if seen >= count:
                 return now
@@ -81,6 +79,18 @@ class PluginProcess:
                 raise TimeoutError(f"no {what} #{count} within {timeout} s:\n"
                                    f"{self.text()[-3000:]}")
             time.sleep(poll)
+
+    def count(self, what: str) -> int:
+        """How many ``what`` (as :meth:`wait_for` takes it) the log holds so far."""
+        return _count(self.text(), what)
+
+    def next_join(self, action: Callable[[], object]) -> tuple[float, float]:
+        """Run ``action`` (a start, a runtime restart); return ``time.perf_counter()`` when
+        the plugin next registered and next synchronized."""
+        registered, synchronized = self.count("registered"), self.count("synchronized")
+        action()
+        return (self.wait_for("registered", registered + 1),
+                self.wait_for("synchronized", synchronized + 1))
 
     def stop(self) -> int:
         """SIGTERM and wait; return the exit code."""
@@ -138,3 +148,8 @@ class PluginProcess:
             if all(pairs.get(k) == f'"{v}"' for k, v in wanted.items()):
                 total += float(value)
         return total
+
+
+def _count(text: str, what: str) -> int:
+    return (text.count(REGISTERED) if what == "registered"
+            else len(plugin_log.events(text, what)))

@@ -69,16 +69,27 @@ class StateView:
     placement and corrected, or could not correct; see ``cpuset_core.drift``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The engine's committed state at one moment: immutable values, taken by reference."""
+
+    ledger: Ledger
+    shared_pool: CPUSet
+    online: CPUSet
+    draining: CPUSet
+
+    @classmethod
+    def of(cls, engine: CpusetEngine) -> Committed:
+        return cls(engine.ledger, engine.shared_pool(), engine.topology.online, engine.draining)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatusInputs:
     """Everything the document shows, as it was at one moment (see the module's docstring);
     ``known`` maps container ids to the cpuset the plugin last set or learned for them,
     ``history`` to what happened to them."""
 
-    ledger: Ledger
-    shared_pool: CPUSet
-    online: CPUSet
-    draining: CPUSet
+    committed: Committed
     runtime: str
     synchronized: bool
     known: Mapping[str, CPUSet] = field(default_factory=dict)
@@ -87,13 +98,6 @@ class StatusInputs:
     stats: Mapping[str, int] = field(default_factory=dict)
     kernel_drift: Mapping[str, str] = field(default_factory=dict)
 
-    @classmethod
-    def of(cls, engine: CpusetEngine, **rest: object) -> StatusInputs:
-        """The engine's committed state (its ledger is an immutable value) and ``rest``."""
-        return cls(ledger=engine.ledger, shared_pool=engine.shared_pool(),
-                   online=engine.topology.online, draining=engine.draining,
-                   **rest)  # type: ignore[arg-type]
-
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
           known: Mapping[str, CPUSet], pending: frozenset[str],
@@ -101,9 +105,10 @@ def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
           stats: Mapping[str, int] | None = None,
           kernel_drift: Mapping[str, str] | None = None) -> StateView:
     """The view of ``engine``'s state in one go (tests, ``plan``'s saved states)."""
-    return decode(render(StatusInputs.of(
-        engine, runtime=runtime, synchronized=synchronized, known=known, pending=pending,
-        history=history or {}, stats=stats or {}, kernel_drift=kernel_drift or {})))
+    return decode(render(StatusInputs(
+        committed=Committed.of(engine), runtime=runtime, synchronized=synchronized,
+        known=known, pending=pending, history=history or {}, stats=stats or {},
+        kernel_drift=kernel_drift or {})))
 
 
 def render(inputs: StatusInputs) -> bytes:
@@ -113,7 +118,8 @@ def render(inputs: StatusInputs) -> bytes:
 
 def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
     """The document (compact JSON), one piece per :data:`SLICE` containers, then the rest."""
-    ledger, pool = inputs.ledger, inputs.shared_pool
+    committed = inputs.committed
+    ledger, pool = committed.ledger, committed.shared_pool
     drift: list[str] = []
     yield b'{"containers":['
     ids = sorted(ledger.entries)
@@ -129,11 +135,11 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         yield (b"," if start else b"") + piece.encode()
     rest = {
         "schema": SCHEMA_VERSION, "runtime": inputs.runtime, "synchronized": inputs.synchronized,
-        "online": inputs.online.format(), "shared_pool": pool.format(),
+        "online": committed.online.format(), "shared_pool": pool.format(),
         "pinned": {str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         "exclusive": {str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
         "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
-        "pending_updates": sorted(inputs.pending), "draining": inputs.draining.format(),
+        "pending_updates": sorted(inputs.pending), "draining": committed.draining.format(),
         "stats": dict(inputs.stats)}
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 

@@ -238,8 +238,8 @@ class Daemon:
     def status_inputs(self) -> state_view.StatusInputs:
         """What ``inspect`` shows, taken at once (cheap: see ``state_view``)."""
         runtime = self.handler.runtime
-        return state_view.StatusInputs.of(
-            self.service.engine,
+        return state_view.StatusInputs(
+            committed=state_view.Committed.of(self.service.engine),
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.service.synchronized, known=self.service.pusher.known(),
             pending=self.service.pusher.pending(), history=self.service.history(),

@@ -65,8 +65,9 @@ def crowded_engine(count: int) -> CpusetEngine:
 
 def test_the_document_comes_in_slices_of_containers_that_join_into_one_view() -> None:
     engine = crowded_engine(2 * state_view.SLICE + 1)
-    inputs = state_view.StatusInputs.of(engine, runtime="containerd", synchronized=True,
-                                        known={"c0007": CPUSet.parse("0")})
+    inputs = state_view.StatusInputs(committed=state_view.Committed.of(engine),
+                                     runtime="containerd", synchronized=True,
+                                     known={"c0007": CPUSet.parse("0")})
     pieces = list(state_view.render_slices(inputs))
     assert len(pieces) == 1 + 3 + 1  # the opening, three slices, the rest
     view = state_view.decode(b"".join(pieces))
@@ -76,8 +77,9 @@ def test_the_document_comes_in_slices_of_containers_that_join_into_one_view() ->
 
 
 def test_an_empty_node_is_a_valid_document() -> None:
-    inputs = state_view.StatusInputs.of(CpusetEngine(build_topology(DUAL_SOCKET_HT)),
-                                        runtime="", synchronized=False)
+    inputs = state_view.StatusInputs(
+        committed=state_view.Committed.of(CpusetEngine(build_topology(DUAL_SOCKET_HT))),
+        runtime="", synchronized=False)
     view = state_view.decode(state_view.render(inputs))
     assert view.containers == []
     assert view.drift == []

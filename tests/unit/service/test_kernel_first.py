@@ -169,3 +169,28 @@ def test_a_synchronize_takes_cpusets_from_the_kernel_and_resends_a_lagging_recor
     assert placement is not None
     assert placement.cpus.format() == "2,10"
     assert service.pusher.record_pending() == {"id-pg-0123456789"}
+
+
+def test_growth_the_kernel_refuses_goes_through_the_runtime_in_one_batch() -> None:
+    kernel = FakeKernel(refuse=frozenset({WEB}))
+    handler, service = with_kernel(kernel)
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)  # the shrink rode on the answer (refused)
+    sent: list[list[str]] = []
+
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.append([f"{u.container_id}={u.cpus}" for u in batch])
+
+    async def scenario() -> None:
+        task = asyncio.create_task(service.pusher.run(send))
+        handler.on_remove_container(db, pg)
+        while service.pusher.pending():
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert sent == [[f"{WEB}=0-15"]]
+    assert WEB not in kernel.cpus

@@ -44,7 +44,7 @@ RECORD_BATCH = 2
 runtime's NRI lock for a runc update or two (13-25 ms each), not for a whole batch."""
 RECORD_GAP = 0.05
 """Seconds between two record-only calls, for the runtime's other calls to get the lock."""
-RECORD_PER_ANSWER = 2
+RECORD_PER_ANSWER = 1
 """Record-only updates riding on one answer: a creation during catch-up waits for at most
 that many runc updates more."""
 

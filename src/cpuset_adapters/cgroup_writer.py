@@ -22,6 +22,9 @@ from cpuset_adapters.cgroupfs import cgroup_version, expand_systemd_path
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
 
+MAX_REMEMBERED = 10_000
+"""Directories remembered before the cache starts over."""
+
 PathOf = Callable[[str], str | None]
 """Container id → its cgroup path as the runtime gave it (``None`` when unknown)."""
 
@@ -34,6 +37,9 @@ class KernelCpusetWriter:
         self.root = Path(root)
         self._path_of = path_of
         self._version: int | None = None
+        self._directories: dict[str, str] = {}
+        """cgroup path → its directory, as a string: at 500 containers per decision, building
+        ``Path`` objects took a third of the time the writes did."""
 
     @property
     def version(self) -> int:
@@ -73,7 +79,11 @@ class KernelCpusetWriter:
         path = self._path_of(update.container_id)
         if not path:
             return "the runtime gave no cgroup path"
-        directory = self.directory(path)
+        directory = self._directories.get(path)
+        if directory is None:
+            if len(self._directories) > MAX_REMEMBERED:  # containers come and go
+                self._directories.clear()
+            directory = self._directories[path] = str(self.directory(path))
         writes = [("cpuset.cpus", str(update.cpus))]
         if update.mems is not None and update.mems != update.previous_mems:
             # Memory nodes first when they grow, last when they shrink: like the CPUs, a
@@ -82,14 +92,15 @@ class KernelCpusetWriter:
             grows = update.previous_mems is None or update.mems.issuperset(update.previous_mems)
             writes = [mems, *writes] if grows else [*writes, mems]
         for name, value in writes:
+            file = f"{directory}/{name}"
             try:
-                _write_file(directory / name, value)
+                _write_file(file, value)
             except OSError as exc:
-                return f"{directory / name}: {exc.strerror or exc}"
+                return f"{file}: {exc.strerror or exc}"
         return ""
 
 
-def _write_file(path: Path, value: str) -> None:
+def _write_file(path: str, value: str) -> None:
     # No O_CREAT: a cgroup that is gone must fail, not leave a stray file behind.
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # as a shell's `echo >` does
     try:

@@ -20,6 +20,18 @@ from cpuset_core.ports import ContainerUpdater
 
 _log = logging.getLogger("nri_cpuset.kernel")
 
+# How the background pusher paces the fast path's work (it imports these).
+KERNEL_CHUNK = 50
+"""Containers written into the kernel between two returns to the event loop (about 1 ms)."""
+RECORD_BATCH = 2
+"""Record-only updates (the kernel has them already) per UpdateContainers call: each holds the
+runtime's NRI lock for a runc update or two (13-25 ms each), not for a whole batch."""
+RECORD_GAP = 0.05
+"""Seconds between two record-only calls, for the runtime's other calls to get the lock."""
+RECORD_PER_ANSWER = 1
+"""Record-only updates riding on one answer: a creation during catch-up waits for at most
+that many runc updates more."""
+
 
 class KernelFirst:
     """Applies updates to the kernel first when an updater is attached and enabled."""

@@ -10,9 +10,8 @@ target is skipped. How a batch reaches the runtime is the adapter's (``Sender``)
 
 With the kernel fast path (:class:`KernelFirst`) a dirty container is written into the kernel
 at once (no runtime lock is involved); only the runtime's *record* then lags, and follows in
-small paced batches and a few at a time on answers, so catching up on 500 containers never holds
-another CRI call for more than a couple of runc updates. What the kernel refuses goes through
-the runtime as before."""
+small paced batches, so catching up on 500 containers never holds another CRI call for more
+than a runc update or two. What the kernel refuses goes through the runtime as before."""
 
 from __future__ import annotations
 
@@ -23,7 +22,13 @@ from typing import Protocol
 
 from cpuset_core import ContainerUpdate, CPUSet, Ledger, Placement
 from cpuset_service import events
-from cpuset_service.kernel_first import KernelFirst
+from cpuset_service.kernel_first import (
+    KERNEL_CHUNK,
+    RECORD_BATCH,
+    RECORD_GAP,
+    RECORD_PER_ANSWER,
+    KernelFirst,
+)
 from cpuset_service.observer import NO_OBSERVER, Observer
 
 Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
@@ -34,19 +39,8 @@ _log = logging.getLogger("nri_cpuset.updates")
 QUIET_POLL = 0.05
 """Seconds between looks at whether the runtime is quiet enough for a send."""
 MAX_BATCH = 50
-"""Containers per UpdateContainers call, and per answer they ride on. The runtime applies
-them one by one (runc, 15-40 ms each on a busy node) while every other NRI event waits: the pool
-growing back on 500 containers must not hold the node's pod starts for 20 s."""
-KERNEL_CHUNK = 50
-"""Containers written into the kernel between two returns to the event loop (about 1 ms)."""
-RECORD_BATCH = 2
-"""Record-only updates (the kernel has them already) per UpdateContainers call: each holds the
-runtime's NRI lock for a runc update or two (13-25 ms each), not for a whole batch."""
-RECORD_GAP = 0.05
-"""Seconds between two record-only calls, for the runtime's other calls to get the lock."""
-RECORD_PER_ANSWER = 1
-"""Record-only updates riding on one answer: a creation during catch-up waits for at most
-that many runc updates more."""
+"""Containers per UpdateContainers call, and per answer they ride on. The runtime applies them
+one by one (runc, 15-40 ms each) while every other NRI event waits (decision 25)."""
 
 
 class Placements(Protocol):
@@ -81,6 +75,8 @@ class UpdatePusher:
         """Containers to write into the kernel (fast path active), then to record."""
         self._record: set[str] = set()
         """Containers the kernel has on their placement whose runtime record lags."""
+        self._kernel: dict[str, tuple[CPUSet, CPUSet | None]] = {}
+        """What was last written into each container's cgroup (fast path)."""
         self._kernel_wake = asyncio.Event()
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
@@ -106,6 +102,7 @@ class UpdatePusher:
             cid = update.container_id
             self._unwritten.discard(cid)
             self._dirty.discard(cid)
+            self._kernel[cid] = (update.cpus, update.mems)
             if self._sent.get(cid) != (update.cpus, update.mems):
                 self._record.add(cid)
         if self._record:
@@ -138,6 +135,7 @@ class UpdatePusher:
         self._dirty.discard(container_id)
         self._unwritten.discard(container_id)
         self._record.discard(container_id)
+        self._kernel.pop(container_id, None)
 
     def reset(self) -> None:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
@@ -147,6 +145,7 @@ class UpdatePusher:
         self._dirty.clear()
         self._unwritten.clear()
         self._record.clear()
+        self._kernel.clear()
         self._sent.clear()
         self._wake.clear()
 
@@ -159,8 +158,9 @@ class UpdatePusher:
         return frozenset(self._record)
 
     def known(self) -> dict[str, CPUSet]:
-        """The cpuset the plugin last set or learned for each container."""
-        return {cid: cpus for cid, (cpus, _mems) in self._sent.items()}
+        """The cpuset the plugin last set or learned for each container (kernel or record)."""
+        lagging = {cid: self._kernel[cid] for cid in self._record if cid in self._kernel}
+        return {cid: cpus for cid, (cpus, _mems) in (self._sent | lagging).items()}
 
     def take_batch(self) -> list[ContainerUpdate]:
         """Return the next updates to send, at most :data:`MAX_BATCH` (no-ops dropped); the

@@ -117,13 +117,15 @@ class CpusetNriHandler:
 def _as_the_kernel_has_them(facts: list[ContainerFacts], view: KernelView,
                             ) -> tuple[list[ContainerFacts], set[str]]:
     """``facts`` with each readable cgroup's cpus and mems in place of the runtime's record,
-    and the ids whose record differed."""
+    and the ids whose record differed. A record without cpus is left alone: no cpuset was ever
+    set on that container (created while the plugin was away), so its cgroup shows only what
+    it inherited, and the rebuild must see it as unset."""
     seen = view({f.id: f.cgroups_path for f in facts if f.cgroups_path})
     lagging: set[str] = set()
     kernel_facts = []
     for fact in facts:
         observed = seen.get(fact.id)
-        if observed is None or not observed.cpus:
+        if observed is None or not observed.cpus or not fact.cpus:
             kernel_facts.append(fact)
             continue
         # Memory nodes the runtime left unset stay unset (the kernel shows them all).

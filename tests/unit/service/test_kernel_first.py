@@ -56,6 +56,7 @@ def test_an_integer_container_shrinks_running_shared_ones_in_the_kernel_not_on_t
     assert list(updates) == []
     assert kernel.cpus == {WEB: "1-7,9-15"}
     assert service.pusher.record_pending() == {WEB}  # the runtime's record follows
+    assert service.pusher.known()[WEB].format() == "1-7,9-15"  # what the kernel has
 
 
 def test_without_the_fast_path_the_shrink_rides_on_the_answer_as_before() -> None:
@@ -194,3 +195,17 @@ def test_growth_the_kernel_refuses_goes_through_the_runtime_in_one_batch() -> No
     asyncio.run(scenario())
     assert sent == [[f"{WEB}=0-15"]]
     assert WEB not in kernel.cpus
+
+
+def test_a_synchronize_leaves_a_container_the_runtime_never_gave_a_cpuset_as_unset() -> None:
+    def view(paths: Mapping[str, str]) -> Mapping[str, Observed]:
+        return dict.fromkeys(paths, Observed(cpus=CPUSet.parse("0-15")))
+
+    _, service, _ = make()
+    handler = CpusetNriHandler(service, kernel_view=view)
+    io = pod("io", qos="burstable", pins="3")
+    late = container("late", io)  # created while the plugin was away: no cpuset in its record
+    late.linux.cgroups_path = "/kubepods/podio/id-late-0123456789"
+    updates = handler.on_synchronize([io], [late])
+    assert cpus_of(updates) == {"id-late-0123456789": "3"}  # corrected from "unset"
+    assert service.pusher.record_pending() == frozenset()

@@ -29,6 +29,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--containers", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--no-load-balance", action="store_true",
+                        help="set cpuset.sched_load_balance = 0 in each container cgroup (a "
+                        "v1 write to a balanced cpuset rebuilds the scheduler's root domains, "
+                        "walking every cpuset and task)")
     args = parser.parse_args()
     cpuset = ROOT / "cpuset"
     online = CPUSet.parse((cpuset / "cpuset.cpus").read_text().strip())
@@ -47,6 +51,8 @@ def main() -> int:
             directory.mkdir()
             (directory / "cpuset.cpus").write_text(online.format())
             (directory / "cpuset.mems").write_text(mems)
+            if args.no_load_balance:
+                (directory / "cpuset.sched_load_balance").write_text("0")
         first = KernelFirst()
         first.updater = KernelCpusetWriter(ROOT, paths.get)
         smaller = online - CPUSet([online.last()])
@@ -60,7 +66,8 @@ def main() -> int:
             median = statistics.median(times)
             print(f"{args.containers} containers, {name}: p50 {median:.2f} ms, max "
                   f"{max(times):.2f} ms ({median / args.containers * 1000:.1f} µs per "
-                  f"container; {args.rounds} rounds)")
+                  f"container; {args.rounds} rounds; sched_load_balance "
+                  f"{0 if args.no_load_balance else 1})")
     finally:
         for path in paths.values():
             directory = cpuset / path.lstrip("/")

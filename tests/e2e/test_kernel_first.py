@@ -22,6 +22,7 @@ from tests.e2e.plugin_harness import (
     integer,
     needs_two_cpus,
     pod,
+    recorded,
     serving,
     shared,
     wait_until,
@@ -47,12 +48,6 @@ def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path,
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
                              ("--config", str(config)))) as running:
         yield running
-
-
-def recorded(cri: KubeletClient, cid: str) -> CPUSet | None:
-    """The container's cpuset as the runtime records it (what a runtime restart re-applies)."""
-    resources = cri.container_status(cid).resources
-    return CPUSet.parse(resources.cpuset_cpus) if resources and resources.cpuset_cpus else None
 
 
 def on_cpus(cri: KubeletClient, ids: list[str], expected: CPUSet) -> list[str]:

@@ -17,7 +17,12 @@ For each size, with the plugin stopped (the baseline) and then running:
 - start (exec → registered → synchronized); kill -9 of the plugin while the pin leaves, then
   the time until registered, synchronized and every correction applied (kernel); kill -9 of
   containerd: from containerd ready again to the plugin registered and synchronized;
-- the plugin's RSS (now and peak) and CPU time.
+- the plugin's RSS (now and peak) and CPU time;
+- the kernel fast path (``bench/dense_fast.py``): integer and pin CreateContainer with no
+  plugin / the plugin writing other containers' cpusets into the kernel first / with
+  ``runtime.kernel_updates = false``; shared containers still on the new container's CPUs when
+  its start returns; the pool back after it is removed; a shared creation while the runtime's
+  record catches up; the time until that record agrees.
 
 Run: ``nox -s bench-dense`` or ``python bench/dense.py [--sizes 100,300,500] [--quick]``.
 Prints figures only; nothing is asserted.
@@ -37,6 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from dense_fast import Exclusive, FastPathBench, config_text
 from dense_node import DenseNode
 
 from cpuset_core.cpuset import CPUSet
@@ -78,13 +84,17 @@ class DenseBench:
         # containerd restarting with 500 containers took 30 s on a busy 2-CPU machine.
         self.lab = LabContainerd(workdir / "lab", installation=find_installation(),
                                  start_timeout=300)
+        config = workdir / "config.toml"
+        config.write_text(config_text(kernel_updates=True))
         self.plugin = PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
                                     listen="127.0.0.1:19477",
-                                    status_socket=workdir / "status" / "status.sock")
+                                    status_socket=workdir / "status" / "status.sock",
+                                    args=("--config", str(config)))
         self.report = Report()
         self.online = online_cpus()
         self.pin = CPUSet([max(self.online)])
         self.pool_with_pin = self.online - self.pin
+        self.fast = FastPathBench(self.plugin, config, self.online, self.pin, args.pin_samples)
 
     def run(self) -> None:
         self.lab.start()
@@ -105,7 +115,8 @@ class DenseBench:
         node.wait_all_on(self.online, time.perf_counter())
         self.plugin.stop()
         base_shared = self.creations(node, "shared", self.args.samples)
-        base_integer = self.creations(node, "integer", self.args.pin_samples)
+        base_integer = self.fast.exclusive(node, "integer")
+        base_pin = self.fast.exclusive(node, "pinned")
         floor_shrink = node.update_all(self.pool_with_pin)
         floor_grow = node.update_all(self.online)
         self.report.add(n, "runtime floor: N CRI updates (shrink / grow)",
@@ -121,10 +132,7 @@ class DenseBench:
             self.report.add(n, f"shared CreateContainer, status socket read {how}",
                             f"{with_baseline(busy, base_shared)}; {len(reads)} reads, "
                             f"p50 {statistics.median(reads):.1f} ms")
-        integer = self.creations(node, "integer", self.args.pin_samples)
-        self.report.add(n, "integer CreateContainer (no plugin)", ms(base_integer))
-        self.report.add(n, "integer CreateContainer (plugin; shrinks N)",
-                        with_baseline(integer, base_integer))
+        self.kernel_first(node, n, base_integer, base_pin, base_shared)
         self.pins(node, n, floor_shrink, floor_grow)
         self.restarts(node, n)
         time.sleep(REST)  # the daemon gives freed memory back when the runtime is quiet
@@ -133,6 +141,26 @@ class DenseBench:
                         f"{memory['VmRSS'] / 1024:.1f} MiB / {memory['VmHWM'] / 1024:.1f} MiB")
         self.report.add(n, "plugin CPU time since its last start",
                         f"{self.plugin.cpu_seconds():.2f} s")
+
+    def kernel_first(self, node: DenseNode, n: int, base_integer: Exclusive,
+                     base_pin: Exclusive, base_shared: list[float]) -> None:
+        """Integer and pinned creations with the fast path on, then off, beside no plugin."""
+        on = {kind: self.fast.exclusive(node, kind) for kind in ("integer", "pinned")}
+        catch_up = self.fast.during_catch_up(node)
+        record_s, agreeing = self.fast.record_agrees(node)
+        self.fast.restart_with(kernel_updates=False)
+        off = {kind: self.fast.exclusive(node, kind) for kind in ("integer", "pinned")}
+        self.fast.restart_with(kernel_updates=True)
+        for kind, base in (("integer", base_integer), ("pinned", base_pin)):
+            self.report.add(n, f"{kind} CreateContainer (no plugin)", ms(base.create_ms))
+            for path, figures in (("kernel first", on[kind]), ("runtime only", off[kind])):
+                self.report.add(n, f"{kind} CreateContainer ({path})",
+                                f"{with_baseline(figures.create_ms, base.create_ms)}")
+                self.report.add(n, f"  {path}", figures.summary())
+        self.report.add(n, "shared CreateContainer during record catch-up",
+                        with_baseline(catch_up, base_shared))
+        self.report.add(n, "runtime record agrees (nothing pending), from a pin's create",
+                        f"{record_s:.2f} s; {agreeing} of {min(n, 20)} CRI records checked agree")
 
     def creations(self, node: DenseNode, kind: str, count: int) -> list[float]:
         """CreateContainer latencies of ``count`` probes of ``kind``, each removed (and the

@@ -15,6 +15,7 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
+    from cpuset_adapters.cgroup_writer import KernelCpusetWriter
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
 
@@ -45,7 +46,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  settings: Settings | None = None, listen: str | None = None,
                  request_timeout: float = 2.0, config: LiveConfig | None = None,
                  hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
-                 verify_period: float = 5.0) -> Daemon:
+                 verify_period: float = 5.0, kernel_updates: bool = True) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -61,9 +62,12 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     A sysfs topology source is watched for CPUs going on- or offline every
     ``hotplug_interval`` seconds (0 disables it); any other source is fixed. The verifier reads
     containers' cgroups under ``cgroup_root`` every ``verify_period`` seconds and after each
-    burst (0 disables it).
+    burst (0 disables it). ``kernel_updates``: other containers' cpusets are written into
+    their cgroups under ``cgroup_root`` before the runtime is answered (when that tree is
+    writable), the runtime's record following in the background.
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
+    from cpuset_adapters.cgroup_writer import KernelCpusetWriter  # noqa: PLC0415
     from cpuset_adapters.cgroupfs import CgroupReader  # noqa: PLC0415
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
@@ -81,6 +85,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         status_socket, settings = runtime.status_socket or None, to_settings(config.current)
         listen = config.current.observability.listen
         cgroup_root, verify_period = runtime.cgroup_root, runtime.verify_period
+        kernel_updates = runtime.kernel_updates
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     # With a configuration, the engine runs on the topology it was checked against (read
     # once at start); the source is still what the hotplug watcher re-reads.
@@ -93,6 +98,14 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     service = PlacementService(engine, observer=metrics)
     if config is not None:
         config.attach(service)
+    writer = KernelCpusetWriter(cgroup_root, service.cgroup_path)
+    unusable = writer.unusable()
+    kernel_path = _kernel_path(writer, unusable, kernel_updates)
+    if not unusable:
+        service.pusher.kernel.updater = writer
+        service.pusher.kernel.enabled = kernel_updates
+        if config is not None:
+            config.kernel_updates = service.pusher.kernel.switch
     watcher = None
     if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
         watcher = OnlineCpuWatcher(
@@ -104,7 +117,18 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                                 period=verify_period)
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
-                  config=config, watcher=watcher, verifier=verifier)
+                  config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
+                  kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all)
+
+
+def _kernel_path(writer: KernelCpusetWriter, unusable: str, enabled: bool) -> str:
+    """Which path other containers' cpuset updates take, and why (logged at start)."""
+    if unusable:
+        return f"through the runtime only: {unusable}"
+    if not enabled:
+        return "through the runtime only: runtime.kernel_updates = false"
+    return (f"kernel first (cgroup v{writer.version} under {writer.root}), the runtime's "
+            "record following in the background")
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

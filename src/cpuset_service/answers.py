@@ -4,7 +4,7 @@ have pending, riding along."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from cpuset_core import (
@@ -76,16 +76,28 @@ class AnswerUpdates:
         self._observer = observer
 
     def fill(self, updates: list[ContainerUpdate], *busy: str,
-             moves: int = 0) -> list[ContainerUpdate]:
+             moves: Collection[str] = ()) -> list[ContainerUpdate]:
         """``updates`` and, after them, whatever the background pusher has pending for
         containers neither in them nor ``busy``, all :meth:`carried`: an answer is the one path
         to the runtime free of lock-order risk, so repairs and releases ride on it whenever the
-        runtime asks something."""
+        runtime asks something. With the kernel fast path, what the kernel takes of
+        ``updates`` is written now and leaves the answer (its record follows in the
+        background). ``moves``: the ids of ``updates`` that are moves."""
+        written, updates = self.kernel_first(updates)
         answered = {u.container_id for u in updates}
-        updates = [*updates,
-                   *self._pusher.take_for_answer({*busy, *answered}, answered=answered)]
-        self.carried(updates, moves=moves)
+        updates = [*updates, *self._pusher.take_for_answer(
+            {*busy, *answered, *(u.container_id for u in written)}, answered=answered)]
+        self.carried(updates, moves=sum(1 for u in updates if u.container_id in moves))
         return updates
+
+    def kernel_first(self, updates: Sequence[ContainerUpdate],
+                     ) -> tuple[list[ContainerUpdate], list[ContainerUpdate]]:
+        """Write what the kernel takes of ``updates`` (fast path); return ``(written, left)``."""
+        written, left = self._pusher.kernel.apply(updates)
+        if written:
+            self._pusher.kernel_applied(written)
+            self._journal.answered(written)
+        return written, left
 
     def carried(self, updates: Sequence[ContainerUpdate], *, moves: int = 0) -> None:
         """Remember what an answer sets; ``moves`` of ``updates`` are moves (already logged as

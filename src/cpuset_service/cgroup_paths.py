@@ -15,6 +15,9 @@ class CgroupPaths:
         if container.cgroups_path:
             self._paths[container.id] = container.cgroups_path
 
+    def get(self, container_id: str) -> str | None:
+        return self._paths.get(container_id)
+
     def forget(self, container_id: str) -> None:
         self._paths.pop(container_id, None)
 

@@ -6,9 +6,11 @@ and the decision log), reports to the observer (statistics, metrics), fills the 
 (:class:`AnswerUpdates`) and hands what cannot ride on them to the background updates
 (:class:`UpdatePusher`).
 
-Calls are synchronous, do no I/O and are fast: a runtime waits for the answer of the ones made
-from its hooks. Admission errors are logged, counted and raised again for the adapter to turn
-into its runtime's error.
+Calls are synchronous and fast: a runtime waits for the answer of the ones made from its hooks.
+They do no I/O of their own; with the kernel fast path the pusher's ``KernelFirst`` writes other
+containers' cpusets through its updater port before the answer (microseconds per container).
+Admission errors are logged, counted and raised again for the adapter to turn into its
+runtime's error.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ class PlacementService:
         said where their cgroup is."""
         return self._cgroups.of(self._engine.ledger)
 
+    def cgroup_path(self, container_id: str) -> str | None:
+        """The container's cgroup path as its runtime said (``None``: not said)."""
+        return self._cgroups.get(container_id)
+
     def history(self) -> dict[str, list[str]]:
         """What happened to each live container, oldest first (``explain`` shows it)."""
         return self._journal.history.copy()
@@ -124,7 +130,8 @@ class PlacementService:
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
-        updates = self._answers.fill(response_order(plan), container.id, moves=len(plan.moves))
+        updates = self._answers.fill(response_order(plan), container.id,
+                                     moves={m.container_id for m in plan.moves})
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         if plan.moves:
             self._moved_by.remember(container.id, plan.moves)
@@ -168,8 +175,11 @@ class PlacementService:
         reasserted = self._moved_by.reasserted(container_id, self._engine)
         plan = self._release(container_id, subject, "stop")
         moved = {r.container_id for r in reasserted}
-        self.pusher.mark_dirty(u.container_id for u in plan.updates
-                               if u.container_id not in moved)
+        _written, reasserted = self._answers.kernel_first(reasserted)
+        # The pool's growth: into the kernel now where it takes it; the rest as before.
+        _grown, growth = self._answers.kernel_first(
+            [u for u in plan.updates if u.container_id not in moved])
+        self.pusher.refused(u.container_id for u in growth)
         updates = self._answers.fill([], container_id, *moved)
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *updates]

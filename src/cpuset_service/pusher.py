@@ -7,7 +7,11 @@ disconnected (fact sheet §6.3). The service only marks containers dirty; this t
 container, whatever the committed ledger says *at send time* — so a later decision supersedes an
 earlier one (latest wins), a container that is gone is dropped, and a container already on its
 target is skipped. How a batch reaches the runtime is the adapter's (``Sender``).
-"""
+
+With the kernel fast path (:class:`KernelFirst`) a dirty container is written into the kernel
+at once (no runtime lock is involved); only the runtime's *record* then lags, and follows in
+small paced batches, so catching up on 500 containers never holds another CRI call for more
+than a runc update or two. What the kernel refuses goes through the runtime as before."""
 
 from __future__ import annotations
 
@@ -18,6 +22,13 @@ from typing import Protocol
 
 from cpuset_core import ContainerUpdate, CPUSet, Ledger, Placement
 from cpuset_service import events
+from cpuset_service.kernel_first import (
+    KERNEL_CHUNK,
+    RECORD_BATCH,
+    RECORD_GAP,
+    RECORD_PER_ANSWER,
+    KernelFirst,
+)
 from cpuset_service.observer import NO_OBSERVER, Observer
 
 Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
@@ -28,9 +39,8 @@ _log = logging.getLogger("nri_cpuset.updates")
 QUIET_POLL = 0.05
 """Seconds between looks at whether the runtime is quiet enough for a send."""
 MAX_BATCH = 50
-"""Containers per UpdateContainers call, and per answer they ride on. The runtime applies
-them one by one (runc, 15-40 ms each on a busy node) while every other NRI event waits: the pool
-growing back on 500 containers must not hold the node's pod starts for 20 s."""
+"""Containers per UpdateContainers call, and per answer they ride on. The runtime applies them
+one by one (runc, 15-40 ms each) while every other NRI event waits (decision 25)."""
 
 
 class Placements(Protocol):
@@ -59,17 +69,58 @@ class UpdatePusher:
         """Bumped by :meth:`reset`: results of a send started before it are discarded."""
         self._in_flight: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         """What the batch being sent sets, per container (filled by :meth:`take_batch`)."""
+        self.kernel = KernelFirst()
+        """The kernel fast path (inactive until the composition root attaches an updater)."""
+        self._unwritten: set[str] = set()
+        """Containers to write into the kernel (fast path active), then to record."""
+        self._record: set[str] = set()
+        """Containers the kernel has on their placement whose runtime record lags."""
+        self._kernel: dict[str, tuple[CPUSet, CPUSet | None]] = {}
+        """What was last written into each container's cgroup (fast path)."""
+        self._kernel_wake = asyncio.Event()
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a hook:
         no I/O, returns at once)."""
+        if not self.kernel.active:
+            self.refused(container_ids)
+            return
+        self._unwritten.update(container_ids)
+        if self._unwritten:
+            self._kernel_wake.set()
+
+    def refused(self, container_ids: Iterable[str]) -> None:
+        """Send these through the runtime (the kernel refused them, or there is no fast path):
+        on the next answers and in the background."""
         self._dirty.update(container_ids)
         if self._dirty:
+            self._wake.set()
+
+    def kernel_applied(self, updates: Sequence[ContainerUpdate]) -> None:
+        """These updates are in the kernel now; the runtime's record follows when it may."""
+        for update in updates:
+            cid = update.container_id
+            self._unwritten.discard(cid)
+            self._dirty.discard(cid)
+            self._kernel[cid] = (update.cpus, update.mems)
+            if self._sent.get(cid) != (update.cpus, update.mems):
+                self._record.add(cid)
+        if self._record:
+            self._wake.set()
+
+    def record_lags(self, container_ids: Iterable[str]) -> None:
+        """The runtime's record of these containers may differ from what the kernel has (a
+        rebuild read the kernel): send it their placement, as a record-only update."""
+        for cid in container_ids:
+            self._sent.pop(cid, None)
+            self._record.add(cid)
+        if self._record:
             self._wake.set()
 
     def record_applied(self, container_id: str, cpus: CPUSet, mems: CPUSet | None) -> None:
         """Remember what an event response set, so the same value is not sent again."""
         self._sent[container_id] = (cpus, mems)
+        self._record.discard(container_id)
 
     def force(self, container_ids: Iterable[str]) -> None:
         """Send these containers' placement even if it was sent before (it may not have been
@@ -82,6 +133,9 @@ class UpdatePusher:
     def forget(self, container_id: str) -> None:
         self._sent.pop(container_id, None)
         self._dirty.discard(container_id)
+        self._unwritten.discard(container_id)
+        self._record.discard(container_id)
+        self._kernel.pop(container_id, None)
 
     def reset(self) -> None:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
@@ -89,20 +143,32 @@ class UpdatePusher:
         self._generation += 1
         self._in_flight.clear()
         self._dirty.clear()
+        self._unwritten.clear()
+        self._record.clear()
+        self._kernel.clear()
         self._sent.clear()
         self._wake.clear()
 
     def pending(self) -> frozenset[str]:
-        return frozenset(self._dirty)
+        """Containers whose placement is still to be sent (to the kernel or the runtime)."""
+        return frozenset(self._dirty | self._unwritten | self._record)
+
+    def record_pending(self) -> frozenset[str]:
+        """Containers the kernel has on their placement whose runtime record still lags."""
+        return frozenset(self._record)
 
     def known(self) -> dict[str, CPUSet]:
-        """The cpuset the plugin last set or learned for each container."""
-        return {cid: cpus for cid, (cpus, _mems) in self._sent.items()}
+        """The cpuset the plugin last set or learned for each container (kernel or record)."""
+        lagging = {cid: self._kernel[cid] for cid in self._record if cid in self._kernel}
+        return {cid: cpus for cid, (cpus, _mems) in (self._sent | lagging).items()}
 
     def take_batch(self) -> list[ContainerUpdate]:
         """Return the next updates to send, at most :data:`MAX_BATCH` (no-ops dropped); the
         rest stay pending for the next batch."""
-        batch = self._take(set())
+        if self._dirty:
+            batch = self._take(self._dirty, set(), MAX_BATCH)
+        else:
+            batch = self._take(self._record, set(), RECORD_BATCH)
         for update in batch:
             self._in_flight[update.container_id] = (update.cpus, update.mems)
         return batch
@@ -114,27 +180,33 @@ class UpdatePusher:
         count as sent; so do the ``answered`` containers, which the answer sets to their
         placement already."""
         self._dirty -= answered
+        self._record -= answered
         # One being sent in the background is left to that send (settled when it returns).
-        batch = self._take(exclude | self._in_flight.keys())
+        busy = exclude | self._in_flight.keys()
+        batch = self._take(self._dirty, busy, MAX_BATCH)
+        busy |= {u.container_id for u in batch}
+        batch += self._take(self._record, busy, RECORD_PER_ANSWER)
         for update in batch:
             self._sent[update.container_id] = (update.cpus, update.mems)
         return batch
 
-    def _take(self, exclude: set[str]) -> list[ContainerUpdate]:
+    def _take(self, pending: set[str], exclude: set[str], limit: int, *,
+              unless_sent: bool = True) -> list[ContainerUpdate]:
         batch: list[ContainerUpdate] = []
         entries = self._placements.ledger.entries
-        for cid in sorted(self._dirty - exclude):
-            if len(batch) == MAX_BATCH:
+        for cid in sorted(pending - exclude):
+            if len(batch) == limit:
                 self._wake.set()  # the rest goes in the next batch
                 break
-            self._dirty.discard(cid)
+            pending.discard(cid)
             placement = self._placements.placement(cid)
             if placement is None:  # gone: nothing to pin
                 self._sent.pop(cid, None)
                 continue
             target = (placement.cpus, placement.mems)
             sent = self._sent.get(cid)
-            if sent == target or not placement.cpus:
+            # The record may say so while the kernel differs: kernel writes check nothing.
+            if (unless_sent and sent == target) or not placement.cpus:
                 continue
             # What it runs on before is what was last sent (the placement itself when never:
             # background sends are repairs and releases, never undone, so it only informs).
@@ -150,13 +222,32 @@ class UpdatePusher:
         """Send batches until cancelled; a failed batch is retried with exponential backoff
         (everything this task sends is a release or a repair, so retrying is safe). A batch
         waits until ``quiet()`` (no runtime call for a while); meanwhile what is pending may
-        ride on answers instead (:meth:`take_for_answer`)."""
+        ride on answers instead (:meth:`take_for_answer`). Kernel writes (fast path) run
+        beside it, without waiting for a quiet runtime."""
+        await asyncio.gather(self._send_forever(send, quiet), self._write_kernel_forever())
+
+    async def _write_kernel_forever(self) -> None:
+        """Write dirty containers' placements into the kernel as soon as they are marked, a
+        chunk at a time on the event loop (each write reflects the ledger when it is made, so
+        no hook's decision can be overtaken by an older one written from a thread)."""
+        while True:
+            await self._kernel_wake.wait()
+            self._kernel_wake.clear()
+            while self._unwritten:
+                chunk = self._take(self._unwritten, set(), KERNEL_CHUNK, unless_sent=False)
+                written, refused = self.kernel.apply(chunk)
+                self.kernel_applied(written)
+                self.refused(u.container_id for u in refused)  # or the fast path is off
+                await asyncio.sleep(0)
+
+    async def _send_forever(self, send: Sender, quiet: Callable[[], bool]) -> None:
         backoff = 0.1
         while True:
             await self._wake.wait()
             self._wake.clear()
             while not quiet():
                 await asyncio.sleep(QUIET_POLL)
+            record_only = not self._dirty
             batch = self.take_batch()
             if not batch:
                 continue
@@ -187,6 +278,8 @@ class UpdatePusher:
             self._settle(batch)
             _log.info("updates sent", extra={"count": len(batch),
                                              "containers": self._subjects(batch)})
+            if record_only:
+                await asyncio.sleep(RECORD_GAP)  # the runtime's other calls take the lock
 
     def _settle(self, batch: Sequence[ContainerUpdate]) -> None:
         """After a send: a decision taken while it was in flight may have been applied before

@@ -132,6 +132,17 @@ def cpus(cri: KubeletClient, cid: str) -> CPUSet:
     return actual(cri, cid)[0]
 
 
+def recorded(cri: KubeletClient, cid: str) -> CPUSet | None:
+    """The container's cpuset as the runtime records it: its OCI spec (what a runtime restart
+    re-applies), which holds the creation's adjustment and every update since; CRI's
+    ``status.resources`` shows only what came through CRI and NRI updates."""
+    spec = cri.container_status(cid).info.get("info", {})
+    value: Any = spec.get("runtimeSpec", {}) if isinstance(spec, dict) else {}
+    for key in ("linux", "resources", "cpu", "cpus"):
+        value = value.get(key) if isinstance(value, dict) else None
+    return CPUSet.parse(value) if isinstance(value, str) and value else None
+
+
 @contextmanager
 def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
         namespace: str = "default", runtime_handler: str = "") -> Iterator[str]:

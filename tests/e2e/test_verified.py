@@ -116,9 +116,12 @@ def test_an_out_of_band_change_next_to_a_pin_is_undone_within_the_verifiers_peri
 @pytest.fixture
 def quick(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
     """The plugin with a verifier pass every second (``runtime.verify_period = 1``), so that
-    five passes (unrepairable) and a repair fit in a test."""
+    five passes (unrepairable) and a repair fit in a test, and every update through the
+    runtime (``kernel_updates = false``): these tests make the runtime refuse them, while the
+    kernel fast path would write other containers' cpusets itself (test_kernel_first.py)."""
     config = tmp_path / "config.toml"
-    config.write_text('[runtime]\nverify_period = 1\n[observability]\nlog_format = "console"\n')
+    config.write_text('[runtime]\nverify_period = 1\nkernel_updates = false\n'
+                      '[observability]\nlog_format = "console"\n')
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
                              ("--config", str(config)))) as running:
         yield running

@@ -17,6 +17,8 @@ LIVE_KEYS: Final = frozenset({
     *(key for key, setting in SETTING_OF_KEY.items() if setting in LIVE_SETTINGS),
     # Only the threshold of the loggers changes.
     "observability.log_level",
+    # Where the next updates go (the kernel first, or the runtime only).
+    "runtime.kernel_updates",
 })
 """Keys a reload applies at once; every other key needs a restart: the pin annotation and
 the reservation re-decide running containers, and sockets and the listener are opened once."""

@@ -59,6 +59,10 @@ class Runtime:
     verify_period: int = 5
     """Seconds between the verifier's passes over every container's cgroup (besides the pass
     shortly after each burst of events); 0 disables the verifier."""
+    kernel_updates: bool = True
+    """Write other containers' cpusets into their cgroups (under ``cgroup_root``) before
+    answering the runtime, whose record follows in the background; ``false``: every update
+    goes through the runtime (one runc update each, under its NRI lock)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -12,18 +12,25 @@ event's answer, so what cannot ride on an answer goes to the service's backgroun
 * StopContainer: released at stop; the containers its creation moved are re-asserted, then the
   pool's growth rides on the answer.
 * RemoveContainer, StopPodSandbox, RemovePodSandbox: released; growth goes out in the background.
-* Synchronize: the ledger is rebuilt; corrections ride on the answer.
+* Synchronize: the ledger is rebuilt; corrections ride on the answer. With a ``kernel_view``
+  (the kernel fast path), each container's cpuset is taken from its cgroup where readable:
+  the runtime reports its *record*, which may lag what the plugin wrote into the kernel, and a
+  rebuild from a lagging record would move containers back. Containers whose record differed
+  get it re-sent in the background.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import AdmissionError
+from cpuset_core import AdmissionError, ContainerFacts
+from cpuset_core.model import parse_reported
+from cpuset_core.verify import Observed
 from cpuset_service.placement import PlacementService
 
 _log = logging.getLogger("nri_cpuset.nri")
@@ -31,7 +38,10 @@ _log = logging.getLogger("nri_cpuset.nri")
 EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
                     Event.REMOVE_CONTAINER, Event.STOP_POD_SANDBOX, Event.REMOVE_POD_SANDBOX})
 
-__all__ = ["EVENTS", "CpusetNriHandler"]
+__all__ = ["EVENTS", "CpusetNriHandler", "KernelView"]
+
+KernelView = Callable[[Mapping[str, str]], Mapping[str, Observed]]
+"""Container id → cgroup path in, what each cgroup's cpuset files hold out."""
 
 
 class CpusetNriHandler:
@@ -39,8 +49,10 @@ class CpusetNriHandler:
     service. ``on_configured`` is told (on the event loop, no I/O) after each Configure."""
 
     def __init__(self, service: PlacementService, *,
-                 on_configured: Callable[[RuntimeInfo], None] | None = None) -> None:
+                 on_configured: Callable[[RuntimeInfo], None] | None = None,
+                 kernel_view: KernelView | None = None) -> None:
         self._service = service
+        self._kernel_view = kernel_view
         self._on_configured = on_configured
         self.runtime: RuntimeInfo | None = None
 
@@ -54,9 +66,13 @@ class CpusetNriHandler:
 
     def on_synchronize(self, pods: Sequence[pb.PodSandbox],
                        containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
+        facts = [translate.container_facts(c) for c in containers]
+        lagging: set[str] = set()
+        if self._kernel_view is not None:
+            facts, lagging = _as_the_kernel_has_them(facts, self._kernel_view)
         synchronized = self._service.synchronize(
-            [translate.pod_facts(p) for p in pods],
-            [translate.container_facts(c) for c in containers], source="synchronize")
+            [translate.pod_facts(p) for p in pods], facts, source="synchronize")
+        self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
         return translate.updates(synchronized.updates)
 
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
@@ -96,6 +112,31 @@ class CpusetNriHandler:
     def on_disconnect(self) -> None:
         self._service.disconnected()
         _log.warning("runtime connection lost; state is rebuilt at the next Synchronize")
+
+
+def _as_the_kernel_has_them(facts: list[ContainerFacts], view: KernelView,
+                            ) -> tuple[list[ContainerFacts], set[str]]:
+    """``facts`` with each readable cgroup's cpus and mems in place of the runtime's record,
+    and the ids whose record differed. A record without cpus is left alone: no cpuset was ever
+    set on that container (created while the plugin was away), so its cgroup shows only what
+    it inherited, and the rebuild must see it as unset."""
+    seen = view({f.id: f.cgroups_path for f in facts if f.cgroups_path})
+    lagging: set[str] = set()
+    kernel_facts = []
+    for fact in facts:
+        observed = seen.get(fact.id)
+        if observed is None or not observed.cpus or not fact.cpus:
+            kernel_facts.append(fact)
+            continue
+        # Memory nodes the runtime left unset stay unset (the kernel shows them all).
+        mems = str(observed.mems) if fact.mems and observed.mems else fact.mems
+        if ((observed.cpus, parse_reported(mems))
+                != (parse_reported(fact.cpus), parse_reported(fact.mems))):
+            lagging.add(fact.id)
+            kernel_facts.append(replace(fact, cpus=str(observed.cpus), mems=mems))
+        else:
+            kernel_facts.append(fact)
+    return kernel_facts, lagging
 
 
 def _subject(pod: pb.PodSandbox, container: pb.Container) -> str:

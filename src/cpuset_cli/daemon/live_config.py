@@ -88,6 +88,9 @@ class LiveConfig:
     """What decides with the settings (the placement service), attached by the composition
     root: live keys are applied to it, restart-only engine keys too before its first
     decision."""
+    kernel_updates: Callable[[bool], None] | None = None
+    """Turns the kernel fast path on or off (``runtime.kernel_updates``), when the daemon
+    has one."""
     set_log_level: Callable[[str], None] = attrs.field(default=lambda level: logging.getLogger()
                                                        .setLevel(level.upper()))
     """How a reload applies ``observability.log_level`` (``run`` hands in the SIGUSR1 toggle's,
@@ -210,6 +213,8 @@ class LiveConfig:
     def _apply_live(self, new: Config) -> None:
         if self.decisions is not None:
             self.decisions.reconfigure(to_settings(new))
+        if self.kernel_updates is not None:
+            self.kernel_updates(new.runtime.kernel_updates)
         if new.observability.log_level != self.current.observability.log_level:
             self.set_log_level(new.observability.log_level)
 

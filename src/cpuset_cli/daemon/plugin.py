@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from cpuset_adapters import default_paths
 from cpuset_adapters.config import Observability
 from cpuset_adapters.hotplug import OnlineCpuWatcher
-from cpuset_adapters.nri.handler import CpusetNriHandler
+from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
 from cpuset_adapters.nri.session import NriSession, locks_are_safe
@@ -68,6 +68,10 @@ class Daemon:
     """Polls the online CPU list (``None``: the topology is fixed, e.g. from a file)."""
     verifier: VerifierLoop | None = None
     """Confirms placements against the kernel (``None``: not verified)."""
+    kernel_path: str = "through the runtime only"
+    """Which path other containers' updates take, and why (logged at start)."""
+    kernel_view: KernelView | None = None
+    """Reads containers' cgroups: a Synchronize takes cpusets from the kernel where it can."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
@@ -75,7 +79,8 @@ class Daemon:
     def __post_init__(self) -> None:
         # Raises InvalidPluginIdentityError (a ValueError) for a name or index the runtime
         # would refuse.
-        self.handler = CpusetNriHandler(self.service, on_configured=self.configured)
+        self.handler = CpusetNriHandler(self.service, on_configured=self.configured,
+                                        kernel_view=self.kernel_view)
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
         self.metrics.watch(self.sample)
@@ -137,14 +142,16 @@ class Daemon:
         if not plan.updates or not self.session.connected:
             # Not connected: the next Synchronize corrects every container anyway.
             return
+        written, updates = self.service.pusher.kernel.apply(plan.updates)
+        self.service.pusher.kernel_applied(written)
         try:
-            await apply_staged(self.session.apply_updates, plan.updates, "topology change",
+            await apply_staged(self.session.apply_updates, updates, "topology change",
                                observer=self.service.observer)
         except UpdateTransactionError as exc:
             _log.error("%s; retrying from the background", exc)
             self.service.pusher.force(u.container_id for u in plan.updates)
             return
-        for update in plan.updates:
+        for update in updates:
             self.service.pusher.record_applied(update.container_id, update.cpus, update.mems)
         if self.service.ledger is not plan.result:
             # Decided while the updates were in flight: the pusher sends whatever differs.
@@ -153,6 +160,7 @@ class Daemon:
     async def run(self) -> None:
         """Serve until cancelled (or, for a pre-installed plugin, until the runtime closes)."""
         limit_heaps()  # before any thread starts (process_memory)
+        _log.info("other containers' cpuset updates: %s", self.kernel_path)
         # What exists now (modules, classes, the configuration) is never garbage: a full
         # collection, which lands on whatever hook allocates at that moment, then skips it
         # (measured in-process with 500 containers decided after it: 8-17 ms -> 0.1 ms).

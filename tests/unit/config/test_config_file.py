@@ -55,15 +55,17 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         kubelet_cpu_manager_state = "/var/lib/kubelet/cpu_manager_state"
         cgroup_root = "/host/sys/fs/cgroup"
         verify_period = 2
+        kernel_updates = false
         [observability]
         listen = "[::1]:9000"
         log_level = "debug"
         log_format = "console"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 19
+    assert len(keys()) == 20
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
+    assert config.runtime.kernel_updates is False
     assert config.runtime.status_socket == ""
     assert config.observability.listen == "[::1]:9000"
     assert to_settings(config) == Settings(

@@ -71,12 +71,14 @@ def test_the_unit_runs_the_installed_venv_with_the_default_config() -> None:
     assert service["Restart"] == ["always"]
 
 
-def test_the_unit_is_read_only_except_for_the_status_socket_directory() -> None:
+def test_the_unit_is_read_only_except_for_the_status_socket_directory_and_cgroups() -> None:
     service = _unit()["Service"]
     status_dir = PurePosixPath(DEFAULTS["runtime"]["status_socket"]).parent
     assert service["ProtectSystem"] == ["strict"]
     assert [f"/run/{d}" for d in service["RuntimeDirectory"]] == [str(status_dir)]
-    assert service.get("ReadWritePaths", []) == []
+    # The kernel fast path writes containers' cpusets under the configured cgroup root.
+    assert service["ReadWritePaths"] == [DEFAULTS["runtime"]["cgroup_root"]]
+    assert "ProtectControlGroups" not in service
     assert service["CapabilityBoundingSet"] == [""]
     assert service["NoNewPrivileges"] == ["yes"]
 

@@ -107,11 +107,18 @@ def test_sys_is_mounted_read_only_and_is_the_plugins_sysfs_root() -> None:
     assert _arg("--sysfs-root") == mount["mountPath"]
 
 
-def test_only_the_nri_and_status_socket_directories_are_writable_host_paths() -> None:
+def test_only_the_nri_and_status_socket_directories_and_the_cgroup_tree_are_writable() -> None:
     status_dir = str(PurePosixPath(setting(_plugin_config(), "runtime", "status_socket")).parent)
     writable = {path for path, (_, mount) in _host_mounts().items() if not mount.get("readOnly")}
-    assert writable == {"/var/run/nri", status_dir}
+    assert writable == {"/var/run/nri", status_dir, "/sys/fs/cgroup"}
     assert _host_mounts()[status_dir][1]["mountPath"] == status_dir
+
+
+def test_the_cgroup_tree_is_mounted_where_the_config_writes_and_not_under_sys() -> None:
+    _, mount = _host_mounts()["/sys/fs/cgroup"]
+    assert setting(_plugin_config(), "runtime", "cgroup_root") == mount["mountPath"]
+    assert not mount["mountPath"].startswith("/sys")  # AppArmor's default denies writes there
+    assert setting(_plugin_config(), "runtime", "kernel_updates") is True
 
 
 def test_the_kubelet_cpu_manager_state_is_read_where_the_config_says() -> None:

@@ -1,0 +1,124 @@
+"""The kernel fast path on a dense node, for ``bench/dense.py``: integer and pinned creations
+with the plugin writing other containers' cpusets into the kernel first and with it off
+(``runtime.kernel_updates``), beside the no-plugin baseline of the same run; how many shared
+containers still share the new container's CPUs when its start returns; how soon the pool is
+back after it leaves; a shared creation while the runtime's record catches up; and how long
+until that record agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+from dense_node import DenseNode, Probe
+
+from cpuset_adapters.cgroupfs import CgroupReader
+from cpuset_adapters.status_socket import read_status
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.plugin_process import PluginProcess
+
+RECORD_SAMPLE = 20
+"""Shared containers whose CRI record is read once the plugin says nothing is pending."""
+POLL = 0.05
+
+
+def config_text(kernel_updates: bool) -> str:
+    return f"[runtime]\nkernel_updates = {str(kernel_updates).lower()}\n"
+
+
+class Exclusive:
+    """One path's figures for integer or pinned creations."""
+
+    def __init__(self) -> None:
+        self.create_ms: list[float] = []
+        self.sharing: list[int] = []
+        self.back_ms: list[float] = []
+
+    def summary(self) -> str:
+        return (f"shared containers on its CPUs at start: max {max(self.sharing)}; "
+                f"pool back on all, from the removal's return: p50 "
+                f"{statistics.median(self.back_ms):.0f} ms, max {max(self.back_ms):.0f} ms")
+
+
+class FastPathBench:
+    """Runs the comparisons; the plugin is ``plugin`` started with ``--config config``."""
+
+    def __init__(self, plugin: PluginProcess, config: Path, online: CPUSet, pin: CPUSet,
+                 samples: int) -> None:
+        self.plugin, self.config = plugin, config
+        self.online, self.pin, self.samples = online, pin, samples
+        self._reader = CgroupReader()
+
+    def exclusive(self, node: DenseNode, kind: str) -> Exclusive:
+        """``samples`` creations of ``kind`` (integer or pinned), each removed again."""
+        figures = Exclusive()
+        for _ in range(self.samples):
+            probe = node.create_probe(kind, self.pin if kind == "pinned" else None)
+            figures.create_ms.append(probe.create_ms)
+            figures.sharing.append(self.sharing(node, probe))
+            node.remove_probe(probe)
+            removed = time.perf_counter()
+            figures.back_ms.append(node.wait_all_on(self.online, removed) * 1000)
+        return figures
+
+    def sharing(self, node: DenseNode, probe: Probe) -> int:
+        """Shared containers whose kernel cpuset still overlaps the probe's own CPUs."""
+        path = node.cri.container_status(probe.container_id).cgroups_path or ""
+        mine = self._reader.observe(path).cpus or CPUSet()
+        return sum(1 for cpus in node.cpusets().values() if cpus is None or cpus & mine)
+
+    def during_catch_up(self, node: DenseNode) -> list[float]:
+        """Shared CreateContainer latencies right after a pin shrank every shared container
+        (their runtime records are then catching up)."""
+        pin = node.create_probe("pinned", self.pin)
+        times = []
+        for _ in range(self.samples):
+            probe = node.create_probe("shared")
+            times.append(probe.create_ms)
+            node.remove_probe(probe)
+        node.remove_probe(pin)
+        node.wait_all_on(self.online, time.perf_counter())
+        self.wait_nothing_pending()
+        return times
+
+    def record_agrees(self, node: DenseNode) -> tuple[float, int]:
+        """Seconds from a pin's CreateContainer until the plugin has nothing pending (every
+        runtime record sent), and how many of a sample of shared containers' CRI records
+        then show the smaller pool."""
+        pin = node.create_probe("pinned", self.pin)
+        done = self.wait_nothing_pending() - pin.called_at
+        pool = self.online - self.pin
+        sample = list(node.cgroups)[:RECORD_SAMPLE]
+        agreeing = sum(1 for cid in sample if _recorded(node, cid) == pool)
+        node.remove_probe(pin)
+        node.wait_all_on(self.online, time.perf_counter())
+        self.wait_nothing_pending()
+        return done, agreeing
+
+    def wait_nothing_pending(self, timeout: float = 600.0) -> float:
+        assert self.plugin.status_socket is not None
+        deadline = time.perf_counter() + timeout
+        while True:
+            state = json.loads(read_status(self.plugin.status_socket))
+            now = time.perf_counter()
+            if not state.get("pending_updates"):
+                return now
+            if now > deadline:
+                raise TimeoutError(f"{len(state['pending_updates'])} updates still pending")
+            time.sleep(POLL)
+
+    def restart_with(self, kernel_updates: bool) -> None:
+        """Restart the plugin with the fast path on or off (and wait for its synchronize)."""
+        self.plugin.stop()
+        self.config.write_text(config_text(kernel_updates))
+        synchronized = self.plugin.count("synchronized")
+        self.plugin.start()
+        self.plugin.wait_for("synchronized", synchronized + 1, timeout=300)
+
+
+def _recorded(node: DenseNode, cid: str) -> CPUSet | None:
+    resources = node.cri.container_status(cid).resources
+    return CPUSet.parse(resources.cpuset_cpus) if resources and resources.cpuset_cpus else None

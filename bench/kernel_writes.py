@@ -1,0 +1,93 @@
+"""What the kernel fast path costs the event loop: ``KernelFirst.apply`` through the real
+``KernelCpusetWriter`` on N real cgroup v1 cpuset directories (no processes in them), created
+under ``/sys/fs/cgroup/cpuset/nri-cpuset-bench-<pid>/`` and removed at the end.
+
+Each round shrinks every container off one CPU (one step) and grows it back (one step), as a pin
+arriving and leaving does; the time is what a hook (or a chunk of the background writer) holds
+the event loop for. Needs root and a cgroup v1 cpuset hierarchy with at least 2 CPUs.
+
+Run: ``python bench/kernel_writes.py [--containers 500] [--rounds 20]``. Prints figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+from cpuset_core import ContainerUpdate, CPUSet, Kind
+from cpuset_service.kernel_first import KernelFirst
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--containers", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--no-load-balance", action="store_true",
+                        help="set cpuset.sched_load_balance = 0 in each container cgroup (a "
+                        "v1 write to a balanced cpuset rebuilds the scheduler's root domains, "
+                        "walking every cpuset and task)")
+    args = parser.parse_args()
+    cpuset = ROOT / "cpuset"
+    online = CPUSet.parse((cpuset / "cpuset.cpus").read_text().strip())
+    if len(online) < 2:
+        print("needs two CPUs in the root cpuset", file=sys.stderr)
+        return 2
+    mems = (cpuset / "cpuset.mems").read_text().strip()
+    parent = cpuset / f"nri-cpuset-bench-{os.getpid()}"
+    paths = {f"c{n}": f"/{parent.name}/c{n}" for n in range(args.containers)}
+    try:
+        parent.mkdir()
+        (parent / "cpuset.cpus").write_text(online.format())
+        (parent / "cpuset.mems").write_text(mems)
+        for path in paths.values():
+            directory = cpuset / path.lstrip("/")
+            directory.mkdir()
+            (directory / "cpuset.cpus").write_text(online.format())
+            (directory / "cpuset.mems").write_text(mems)
+            if args.no_load_balance:
+                (directory / "cpuset.sched_load_balance").write_text("0")
+        first = KernelFirst()
+        first.updater = KernelCpusetWriter(ROOT, paths.get)
+        smaller = online - CPUSet([online.last()])
+        shrink, grow = [], []
+        for _ in range(args.rounds):
+            shrink.append(_timed(first, paths, online, smaller))
+            grow.append(_timed(first, paths, smaller, online))
+        seen = (cpuset / paths["c0"].lstrip("/") / "cpuset.cpus").read_text().strip()
+        assert seen == online.format(), seen
+        for name, times in (("shrink", shrink), ("grow", grow)):
+            median = statistics.median(times)
+            print(f"{args.containers} containers, {name}: p50 {median:.2f} ms, max "
+                  f"{max(times):.2f} ms ({median / args.containers * 1000:.1f} µs per "
+                  f"container; {args.rounds} rounds; sched_load_balance "
+                  f"{0 if args.no_load_balance else 1})")
+    finally:
+        for path in paths.values():
+            directory = cpuset / path.lstrip("/")
+            if directory.exists():
+                directory.rmdir()
+        if parent.exists():
+            parent.rmdir()
+    return 0
+
+
+def _timed(first: KernelFirst, paths: dict[str, str], before: CPUSet, after: CPUSet) -> float:
+    updates = [ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED, cpus=after,
+                               previous_cpus=before, reason="bench") for cid in paths]
+    start = time.perf_counter()
+    written, left = first.apply(updates)
+    elapsed = (time.perf_counter() - start) * 1000
+    if left or len(written) != len(updates):
+        raise RuntimeError(f"the kernel refused {len(left)} writes")
+    return elapsed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Other containers' cpusets written into the kernel before the runtime is answered.
+
+A decision's updates to running containers are applied through a
+:class:`~cpuset_core.ports.ContainerUpdater` that writes the kernel (an adapter) in the steps
+``transaction.stage`` defines — shrink shared, move integer, grow shared — and only what the
+kernel took leaves the answer. At the first step the kernel refuses any part of, the writing
+stops: the refused updates and every later step ride on the answer as before (the runtime
+applies the answer's updates, in the same safe order, before it creates the new container), so
+no CPU is handed to an exclusive owner while a container the kernel would not shrink still
+holds it. Nothing is undone: each step is safe on its own, and the answer finishes the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from cpuset_core import ContainerUpdate, stage
+from cpuset_core.ports import ContainerUpdater
+
+_log = logging.getLogger("nri_cpuset.kernel")
+
+# How the background pusher paces the fast path's work (it imports these).
+KERNEL_CHUNK = 50
+"""Containers written into the kernel between two returns to the event loop (about 1 ms)."""
+RECORD_BATCH = 2
+"""Record-only updates (the kernel has them already) per UpdateContainers call: each holds the
+runtime's NRI lock for a runc update or two (13-25 ms each), not for a whole batch."""
+RECORD_GAP = 0.05
+"""Seconds between two record-only calls, for the runtime's other calls to get the lock."""
+RECORD_PER_ANSWER = 1
+"""Record-only updates riding on one answer: a creation during catch-up waits for at most
+that many runc updates more."""
+
+
+class KernelFirst:
+    """Applies updates to the kernel first when an updater is attached and enabled."""
+
+    def __init__(self) -> None:
+        self.updater: ContainerUpdater | None = None
+        self.enabled = True
+        """``runtime.kernel_updates``: off, every update goes through the runtime again."""
+        self.written = 0
+        """Container updates the kernel took so far."""
+        self.refused = 0
+        """Container updates the kernel refused (sent through the runtime instead)."""
+
+    def switch(self, enabled: bool) -> None:
+        """``runtime.kernel_updates`` reloaded: takes effect at the next update."""
+        self.enabled = enabled
+        _log.info("other containers' cpuset updates: %s", "kernel first" if enabled
+                  else "through the runtime only (runtime.kernel_updates = false)")
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and self.updater is not None
+
+    def apply(self, updates: Sequence[ContainerUpdate],
+              ) -> tuple[list[ContainerUpdate], list[ContainerUpdate]]:
+        """Write ``updates`` (one per container) into the kernel in safe steps; return
+        ``(written, left)``: the updates the kernel fully took, and the rest in their given
+        order, for the runtime."""
+        if not self.active or not updates:
+            return [], list(updates)
+        assert self.updater is not None
+        applied: dict[str, int] = {}
+        parts: dict[str, int] = {}
+        # An empty cpuset cannot be written (nor set through the runtime): left as it is.
+        steps = stage([u for u in updates if u.cpus])
+        for step in steps:
+            for part in step:
+                parts[part.container_id] = parts.get(part.container_id, 0) + 1
+        refused = ""
+        for step in steps:
+            outcome = self.updater.apply(step)
+            failed = set(outcome.failed) if not outcome.ok else set()
+            for part in step:
+                if part.container_id not in failed:
+                    applied[part.container_id] = applied.get(part.container_id, 0) + 1
+            if failed:
+                refused = outcome.detail or "the kernel refused the write"
+                break
+        written = [u for u in updates
+                   if u.cpus and applied.get(u.container_id, 0) == parts[u.container_id]]
+        done = {u.container_id for u in written}
+        left = [u for u in updates if u.container_id not in done]
+        self.written += len(written)
+        if refused:
+            self.refused += len(left)
+            _log.warning("kernel write refused; through the runtime instead", extra={
+                "count": len(left), "error": refused})
+        return written, left

@@ -1,0 +1,87 @@
+"""Other containers' cpusets on a real containerd 1.7.24, with the kernel fast path
+(``runtime.kernel_updates``) on and off: when an integer or pinned container's start returns,
+every running shared container is already off its CPUs; when it is gone, the pool is back on
+every one of them; and the runtime's own record (CRI ContainerStatus) follows the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
+from tests.e2e.plugin_harness import (
+    ONLINE,
+    Plugin,
+    cpus,
+    integer,
+    needs_two_cpus,
+    pod,
+    recorded,
+    serving,
+    shared,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+SHARED = 4
+
+
+@pytest.fixture(params=[True, False], ids=["kernel-first", "runtime-only"])
+def fast_path(request: pytest.FixtureRequest) -> bool:
+    on: bool = request.param
+    return on
+
+
+@pytest.fixture
+def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path,
+           fast_path: bool) -> Iterator[Plugin]:
+    config = tmp_path / "config.toml"
+    config.write_text(f"[runtime]\nkernel_updates = {str(fast_path).lower()}\n"
+                      '[observability]\nlog_format = "console"\nlisten = ""\n')
+    with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
+                             ("--config", str(config)))) as running:
+        yield running
+
+
+def on_cpus(cri: KubeletClient, ids: list[str], expected: CPUSet) -> list[str]:
+    """The containers of ``ids`` whose kernel cpuset is not ``expected``, with what it is."""
+    return [f"{cid[:12]}={cpus(cri, cid)}" for cid in ids if cpus(cri, cid) != expected]
+
+
+@needs_two_cpus
+def test_shared_containers_are_off_a_new_exclusive_containers_cpus_when_its_start_returns(
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, fast_path: bool) -> None:
+    path = "kernel first" if fast_path else "through the runtime only"
+    assert f"other containers' cpuset updates: {path}" in plugin.text()
+    last = ONLINE.last()
+    with (pod(cri, "w0", QosClass.BURSTABLE) as w0, pod(cri, "w1", QosClass.BURSTABLE) as w1,
+          pod(cri, "w2", QosClass.BURSTABLE) as w2, pod(cri, "w3", QosClass.BURSTABLE) as w3):
+        apps = [shared(cri, lab, p) for p in (w0, w1, w2, w3)]
+        assert len(apps) == SHARED
+        assert on_cpus(cri, apps, ONLINE) == []
+
+        with pod(cri, "db", QosClass.GUARANTEED) as db:
+            pg = integer(cri, lab, db, 1)
+            mine = cpus(cri, pg)  # read right after StartContainer returned
+            assert len(mine) == 1
+            assert on_cpus(cri, apps, ONLINE - mine) == []
+            wait_until(lambda: all(recorded(cri, a) == ONLINE - mine for a in apps),
+                       "the runtime's record of every shared container to follow")
+        wait_until(lambda: on_cpus(cri, apps, ONLINE) == [], "the pool to grow back")
+
+        with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
+            pinned = shared(cri, lab, io, "io")
+            assert cpus(cri, pinned) == CPUSet([last])
+            assert on_cpus(cri, apps, ONLINE - CPUSet([last])) == []
+        wait_until(lambda: on_cpus(cri, apps, ONLINE) == [], "the pool to grow back")
+        wait_until(lambda: all(recorded(cri, a) == ONLINE for a in apps),
+                   "the runtime's record of every shared container to follow", timeout=20)
+    if fast_path:
+        assert "kernel write refused" not in plugin.text()

@@ -1,0 +1,211 @@
+"""The kernel fast path in the service: other containers' updates written into the kernel
+before the answer (in safe steps), what the kernel refuses left on the answer, the runtime's
+record following in small batches, and a Synchronize that prefers the kernel's view."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from cpuset_adapters.nri.handler import CpusetNriHandler
+from cpuset_core import ContainerUpdate, CPUSet, Kind
+from cpuset_core.ports import UpdateOutcome
+from cpuset_core.verify import Observed
+from cpuset_service import pusher as pusher_module
+from cpuset_service.kernel_first import KernelFirst
+from cpuset_service.placement import PlacementService
+from tests.builders.nri import container, pod
+from tests.unit.nri.handler_harness import cpus_of, make
+
+WEB = "id-app-0123456789"
+
+
+class FakeKernel:
+    """Cgroups in a dict; refuses the containers in ``refuse``; remembers each call."""
+
+    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+        self.cpus: dict[str, str] = {}
+        self.calls: list[list[str]] = []
+        self.refuse = refuse
+
+    def apply(self, updates: Sequence[ContainerUpdate]) -> UpdateOutcome:
+        self.calls.append([u.container_id for u in updates])
+        failed = tuple(u.container_id for u in updates if u.container_id in self.refuse)
+        for u in updates:
+            if u.container_id not in self.refuse:
+                self.cpus[u.container_id] = u.cpus.format()
+        return UpdateOutcome(failed=failed, detail="refused" if failed else "")
+
+
+def with_kernel(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementService]:
+    handler, service, _ = make()
+    service.pusher.kernel.updater = kernel
+    return handler, service
+
+
+def test_an_integer_container_shrinks_running_shared_ones_in_the_kernel_not_on_the_answer(
+        ) -> None:
+    kernel = FakeKernel()
+    handler, service = with_kernel(kernel)
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    adjustment, updates = handler.on_create_container(db, container("pg", db, cpus=2))
+    assert adjustment is not None
+    assert adjustment.linux.resources.cpu.cpus == "0,8"  # its own stays on the answer
+    assert list(updates) == []
+    assert kernel.cpus == {WEB: "1-7,9-15"}
+    assert service.pusher.record_pending() == {WEB}  # the runtime's record follows
+    assert service.pusher.known()[WEB].format() == "1-7,9-15"  # what the kernel has
+
+
+def test_without_the_fast_path_the_shrink_rides_on_the_answer_as_before() -> None:
+    kernel = FakeKernel()
+    handler, service = with_kernel(kernel)
+    service.pusher.kernel.enabled = False
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    _, updates = handler.on_create_container(db, container("pg", db, cpus=2))
+    assert cpus_of(updates) == {WEB: "1-7,9-15"}
+    assert kernel.calls == []
+
+
+def test_a_refused_shrink_stays_on_the_answer_and_stops_later_steps() -> None:
+    kernel = FakeKernel(refuse=frozenset({WEB}))
+    handler, service = with_kernel(kernel)
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    _, updates = handler.on_create_container(db, container("pg", db, cpus=2))
+    assert cpus_of(updates) == {WEB: "1-7,9-15"}  # the runtime shrinks it before pg starts
+    assert kernel.cpus == {}
+    assert service.pusher.kernel.refused == 1
+    assert service.pusher.record_pending() == frozenset()
+
+
+def test_a_refused_step_leaves_every_later_step_to_the_answer() -> None:
+    """A shared container moved in two parts (shrink, then grow): when the shrink of another
+    is refused, no grow is written, and the half-written one rides whole on the answer."""
+    kernel = FakeKernel(refuse=frozenset({"b"}))
+    first = KernelFirst()
+    first.updater = kernel
+
+    def shared(cid: str, before: str, after: str) -> ContainerUpdate:
+        return ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED,
+                               cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
+    a = shared("a", "0-7", "4-11")   # shrink to 4-7, then grow to 4-11
+    b = shared("b", "0-7", "4-7")    # a pure shrink, refused
+    written, left = first.apply([a, b])
+    assert written == []
+    assert left == [a, b]
+    assert kernel.calls == [["a", "b"]]  # the grow step never ran
+    assert kernel.cpus == {"a": "4-7"}
+
+
+def test_the_pool_grows_back_in_the_kernel_at_once_and_the_record_follows_in_small_batches(
+        ) -> None:
+    kernel = FakeKernel()
+    handler, service = with_kernel(kernel)
+    pusher = service.pusher
+    shared = [pod(f"web{n}", qos="burstable") for n in range(5)]
+    for n, p in enumerate(shared):
+        handler.on_create_container(p, container(f"app{n}", p))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)
+    sent: list[list[str]] = []
+
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.append([f"{u.container_id}={u.cpus}" for u in batch])
+
+    async def scenario() -> None:
+        task = asyncio.create_task(pusher.run(send))
+        await asyncio.sleep(0.01)
+        handler.on_remove_container(db, pg)
+        await asyncio.sleep(0.01)
+        assert set(kernel.cpus.values()) == {"0-15"}  # before any record went out
+        while pusher.pending():
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert all(len(batch) <= pusher_module.RECORD_BATCH for batch in sent)
+    last = dict(item.split("=") for batch in sent for item in batch)
+    assert set(last.values()) == {"0-15"}  # a record sent while pg ran is sent again
+    assert {cid: cpus.format() for cid, cpus in pusher.known().items()} == {
+        f"id-app{n}-0123456789": "0-15" for n in range(5)}
+
+
+def test_an_answer_carries_only_a_few_record_only_updates() -> None:
+    kernel = FakeKernel()
+    handler, service = with_kernel(kernel)
+    shared = [pod(f"web{n}", qos="burstable") for n in range(6)]
+    for n, p in enumerate(shared):
+        handler.on_create_container(p, container(f"app{n}", p))
+    db = pod("db")
+    handler.on_create_container(db, container("pg", db, cpus=2))
+    assert len(service.pusher.record_pending()) == 6
+    late = pod("late", qos="burstable")
+    _, updates = handler.on_create_container(late, container("late", late))
+    assert len(updates) == pusher_module.RECORD_PER_ANSWER
+    assert len(service.pusher.record_pending()) == 6 - pusher_module.RECORD_PER_ANSWER
+
+
+def test_a_synchronize_takes_cpusets_from_the_kernel_and_resends_a_lagging_record() -> None:
+    """After a restart the runtime reports its record, which may lag what was written into
+    the kernel: the integer container is rebuilt where the kernel has it, not moved back."""
+    kernel_has = {"id-pg-0123456789": Observed(cpus=CPUSet.parse("2,10"))}
+
+    def view(paths: Mapping[str, str]) -> Mapping[str, Observed]:
+        return {cid: seen for cid, seen in kernel_has.items() if cid in paths}
+
+    _, service, _ = make()
+    handler = CpusetNriHandler(service, kernel_view=view)
+    db = pod("db")
+    pg = container("pg", db, cpus=2, cpuset="0,8")  # the record, lagging
+    pg.linux.cgroups_path = "/kubepods/poddb/id-pg-0123456789"
+    handler.on_synchronize([db], [pg])
+    placement = service.placement("id-pg-0123456789")
+    assert placement is not None
+    assert placement.cpus.format() == "2,10"
+    assert service.pusher.record_pending() == {"id-pg-0123456789"}
+
+
+def test_growth_the_kernel_refuses_goes_through_the_runtime_in_one_batch() -> None:
+    kernel = FakeKernel(refuse=frozenset({WEB}))
+    handler, service = with_kernel(kernel)
+    web = pod("web", qos="burstable")
+    handler.on_create_container(web, container("app", web))
+    db = pod("db")
+    pg = container("pg", db, cpus=2)
+    handler.on_create_container(db, pg)  # the shrink rode on the answer (refused)
+    sent: list[list[str]] = []
+
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.append([f"{u.container_id}={u.cpus}" for u in batch])
+
+    async def scenario() -> None:
+        task = asyncio.create_task(service.pusher.run(send))
+        handler.on_remove_container(db, pg)
+        while service.pusher.pending():
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(scenario())
+    assert sent == [[f"{WEB}=0-15"]]
+    assert WEB not in kernel.cpus
+
+
+def test_a_synchronize_leaves_a_container_the_runtime_never_gave_a_cpuset_as_unset() -> None:
+    def view(paths: Mapping[str, str]) -> Mapping[str, Observed]:
+        return dict.fromkeys(paths, Observed(cpus=CPUSet.parse("0-15")))
+
+    _, service, _ = make()
+    handler = CpusetNriHandler(service, kernel_view=view)
+    io = pod("io", qos="burstable", pins="3")
+    late = container("late", io)  # created while the plugin was away: no cpuset in its record
+    late.linux.cgroups_path = "/kubepods/podio/id-late-0123456789"
+    updates = handler.on_synchronize([io], [late])
+    assert cpus_of(updates) == {"id-late-0123456789": "3"}  # corrected from "unset"
+    assert service.pusher.record_pending() == frozenset()

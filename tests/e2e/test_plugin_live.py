@@ -160,7 +160,8 @@ def test_lab_demo_placements_match_the_dry_run(lab: LabContainerd) -> None:
     from cpuset_lab import demo as lab_demo
 
     lines: list[str] = []
-    mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lines.append)
+    mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lab.installation,
+                              lines.append)
     output = "\n".join(lines)
     assert mismatches == 0, output
     assert "annotation weka.io/cores-ids='0,,1' is invalid" in output

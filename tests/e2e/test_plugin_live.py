@@ -1,4 +1,4 @@
-"""The running plugin on a real containerd 1.7.24: its inspected state, in-place resizes, stop
+"""The running plugin on a real containerd (1.7 or 2.x): its inspected state, in-place resizes, stop
 then remove, a burst of containers, and the lab demo against the dry run.
 
 The lab machine is small (see plugin_harness.py).

@@ -15,6 +15,7 @@ import pytest
 from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import cgroups, faulty_runc
+from cpuset_lab.__main__ import main as lab_main
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import (
     RUNTIMES,
@@ -168,6 +169,17 @@ def test_containerd_2_config_is_version_3_with_the_cri_keys_where_2x_reads_them(
     # What 1.7 kept in the gRPC plugin has moved; only streaming stays there.
     assert set(plugins["io.containerd.grpc.v1.cri"]) == {"stream_server_address",
                                                          "stream_server_port"}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["demo", "--runtime", "3"], "unknown containerd runtime '3'; the lab knows 1.7, 2.x"),
+    (["demo", "--runtime"], "usage: python -m cpuset_lab demo [--runtime NAME]"),
+    (["demo", "2.x"], "usage: python -m cpuset_lab demo [--runtime NAME]"),
+])
+def test_the_lab_demo_refuses_a_bad_command_line_with_exit_code_2(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert lab_main(argv) == 2
+    assert message in capsys.readouterr().err
 
 
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:

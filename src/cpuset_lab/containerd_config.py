@@ -31,6 +31,9 @@ class ContainerdConfig:
     request_timeout: str
     nri_enabled: bool
     image: str
+    systemd_cgroup: bool = False
+    """runc's systemd cgroup driver (``SystemdCgroup``): containers in ``.scope`` units under
+    the pods' slices, as on nodes whose kubelet uses ``cgroupDriver: systemd``."""
 
     @property
     def config_path(self) -> Path:
@@ -137,7 +140,7 @@ class ContainerdConfig:
             # Never whatever runc comes first on PATH (trixie's needs a newer glibc).
             f"  BinaryName = {q(RUNC)}",
             f"  Root = {q(self.runc_root)}",
-            "  SystemdCgroup = false",
+            f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}",
             # A second handler, for pods whose live updates a test makes fail; same runc root,
             # so cleanup finds its containers too.
             f"[{faulty}]",
@@ -145,7 +148,7 @@ class ContainerdConfig:
             f"[{faulty}.options]",
             f"  BinaryName = {q(self.faulty_runc)}",
             f"  Root = {q(self.runc_root)}",
-            "  SystemdCgroup = false",
+            f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}",
             "",
         ])
 

@@ -59,6 +59,15 @@ UNUSED_MODULES: Final = (
 #: Kernel arguments of every guest: no unused drivers, and a console log with warnings and
 #: worse (virtme-ng's --verbose alone prints every message, which costs boot time).
 KERNEL_ARGS: Final = (f"modprobe.blacklist={','.join(UNUSED_MODULES)}", "loglevel=5")
+#: Kernel arguments of guests whose PID 1 is systemd (``--systemd``). This machine's root has
+#: ``/.dockerenv``, so the guest's systemd believes it runs in a container and starts
+#: console-getty instead of the serial getty virtme-ng runs the guest script from: ask for the
+#: serial one and mask the other. The tmpfiles setup (35 s on 9p under emulation, and
+#: virtme-ng runs it again) and logind (it fails there, restarting) are masked too.
+SYSTEMD_ARGS: Final = ("systemd.wants=serial-getty@ttyS0.service",
+                       "systemd.mask=console-getty.service",
+                       "systemd.mask=systemd-tmpfiles-setup.service",
+                       "systemd.mask=systemd-logind.service")
 
 
 def find_kernel(boot: Path = Path("/boot")) -> Path:
@@ -82,7 +91,8 @@ def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str])
     (results / "shape.json").write_text(json.dumps(shape.facts(), indent=2) + "\n")
     (results / "plugin.toml").write_text(shape.plugin_config)
     values = {"REPO": str(REPO), "PYTHON": python, "SHAPE": shape.name,
-              "CGROUP": str(shape.cgroup), "TIME_SCALE": str(TIME_SCALE),
+              "CGROUP": str(shape.cgroup), "CGROUP_DRIVER": shape.cgroup_driver,
+              "TIME_SCALE": str(TIME_SCALE),
               "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args)}
     (results / "guest.env").write_text(
         "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items()))
@@ -95,7 +105,11 @@ def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[
                "--memory", f"{shape.memory_mib}M", "--rwdir", str(results),
                # "=": the value starts with a dash, which argparse would take for an option.
                f"--qemu-opts={shlex.join(shape.qemu_args())}"]
-    command += [f"--append={arg}" for arg in (*KERNEL_ARGS, *shape.kernel_args)]
+    boot_args = KERNEL_ARGS
+    if shape.systemd:
+        command.append("--systemd")
+        boot_args += SYSTEMD_ARGS
+    command += [f"--append={arg}" for arg in (*boot_args, *shape.kernel_args)]
     guest = f"bash {shlex.quote(str(REPO / 'scripts' / 'vm-guest'))} {shlex.quote(str(results))}"
     return [*command, "--exec", guest]
 

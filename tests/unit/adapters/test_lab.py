@@ -89,6 +89,16 @@ def test_containerd_config_is_private_and_enables_nri(tmp_path: Path) -> None:
         "plugins"]["io.containerd.nri.v1.nri"]["disable"] is True
 
 
+def test_the_systemd_cgroup_driver_is_a_switch_for_every_runc_handler(tmp_path: Path) -> None:
+    def drivers(lab: LabContainerd) -> set[bool]:
+        runtimes = tomllib.loads(lab.config.text())["plugins"]["io.containerd.grpc.v1.cri"][
+            "containerd"]["runtimes"]
+        return {runtime["options"]["SystemdCgroup"] for runtime in runtimes.values()}
+
+    assert drivers(LabContainerd(tmp_path)) == {False}
+    assert drivers(LabContainerd(tmp_path, systemd_cgroup=True)) == {True}
+
+
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(script), *args], input='{"cpu": {"cpus": "0"}}',
                           capture_output=True, text=True, check=False, timeout=10)

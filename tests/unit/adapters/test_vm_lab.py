@@ -134,3 +134,17 @@ def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: P
     assert "SHAPE=isolcpus" in env
     assert "PYTEST_ARGS='-k '\"'\"'a b'\"'\"''" in env
     assert "strict_reservation = true" in (tmp_path / "r" / "plugin.toml").read_text()
+
+
+def test_only_the_systemd_shape_boots_systemd_and_tells_the_guest_its_cgroup_driver(
+        tmp_path: Path) -> None:
+    systemd = SHAPES["systemd"]
+    assert systemd.facts()["cgroup_driver"] == "systemd"
+    assert "--systemd" in vm.vng_command(systemd, tmp_path, vng="vng", kernel=Path("/k"))
+    vm.prepare(systemd, tmp_path / "r", python="/py", pytest_args=[])
+    assert "CGROUP_DRIVER=systemd" in (tmp_path / "r" / "guest.env").read_text()
+    for shape in SHAPES.values():
+        if shape is not systemd:
+            assert "--systemd" not in vm.vng_command(shape, tmp_path, vng="vng",
+                                                     kernel=Path("/k"))
+            assert shape.facts()["cgroup_driver"] == "cgroupfs"

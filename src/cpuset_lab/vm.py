@@ -60,14 +60,14 @@ UNUSED_MODULES: Final = (
 #: worse (virtme-ng's --verbose alone prints every message, which costs boot time).
 KERNEL_ARGS: Final = (f"modprobe.blacklist={','.join(UNUSED_MODULES)}", "loglevel=5")
 #: Kernel arguments of guests whose PID 1 is systemd (``--systemd``). This machine's root has
-#: ``/.dockerenv``, so the guest's systemd believes it runs in a container and starts
-#: console-getty instead of the serial getty virtme-ng runs the guest script from: ask for the
-#: serial one and mask the other. The tmpfiles setup (35 s on 9p under emulation, and
-#: virtme-ng runs it again) and logind (it fails there, restarting) are masked too.
-SYSTEMD_ARGS: Final = ("systemd.wants=serial-getty@ttyS0.service",
-                       "systemd.mask=console-getty.service",
-                       "systemd.mask=systemd-tmpfiles-setup.service",
-                       "systemd.mask=systemd-logind.service")
+#: ``/.dockerenv``, so the guest's systemd takes itself for a Docker container: it then reads
+#: no ``systemd.*`` kernel argument (in a container those come from PID 1's own arguments) and
+#: starts console-getty instead of the serial getty that virtme-ng runs the guest script from.
+#: An empty ``container`` in PID 1's environment (the kernel passes ``container=`` to init)
+#: tells PID 1 it is not in one; its generators still believe it, hence the boot target is
+#: that serial getty itself (no ``systemd.wants=``, which a generator would handle): sysinit,
+#: basic (D-Bus among the sockets) and the getty are started, multi-user.target is not.
+SYSTEMD_ARGS: Final = ("container=", "systemd.unit=serial-getty@ttyS0.service")
 
 
 def find_kernel(boot: Path = Path("/boot")) -> Path:

@@ -70,7 +70,10 @@ def allowed_is_enforced(guest: Guest) -> list[str]:
 def wait_right(guest: Guest, why: str, *also: str) -> None:
     """Until the kernel enforces the plugin's state and systemd's units agree with it."""
     def problems() -> list[str]:
-        return consistency_problems(guest) + allowed_is_enforced(guest)
+        try:
+            return consistency_problems(guest) + allowed_is_enforced(guest)
+        except (AssertionError, OSError) as exc:  # e.g. a scope without cpuset files
+            return [f"unreadable: {exc!r}"]
 
     wait_until(lambda: not problems(),
                lambda: f"{why}: every placement right\n  " + "\n  ".join(

@@ -9,6 +9,7 @@ container and the session's shared ``web/app``) serves the whole module, in file
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -76,7 +77,9 @@ def allowed_is_enforced(guest: Guest) -> list[str]:
 
 
 def wait_right(guest: Guest, why: str, *also: str) -> None:
-    """Until the kernel enforces the plugin's state and systemd's units agree with it."""
+    """Until the kernel enforces the plugin's state and systemd's units agree with it; how
+    long that took (guest seconds, emulated) goes to ``systemd-waits.txt`` in the results."""
+    started = time.monotonic()
     def problems() -> list[str]:
         try:
             return consistency_problems(guest) + allowed_is_enforced(guest)
@@ -87,6 +90,8 @@ def wait_right(guest: Guest, why: str, *also: str) -> None:
                lambda: f"{why}: every placement right\n  " + "\n  ".join(
                    problems() + [units.describe(guest.cri, cid) for cid in also]),
                VERIFY_WAIT)
+    with (RESULTS / "systemd-waits.txt").open("a") as out:
+        out.write(f"{why}: right after {time.monotonic() - started:.1f} s\n")
 
 
 def test_containers_run_in_scopes_under_the_kubelets_slices_classified_from_them(
@@ -138,7 +143,10 @@ def test_a_shared_container_created_while_the_plugin_was_down_is_moved_off_the_p
     unplaced = cgroups.process_affinity(pid).cpus
     assert unplaced == kernel.online(), units.describe(guest.cri, late)  # nobody placed it
     (RESULTS / "late-container.txt").write_text(units.describe(guest.cri, late) + "\n")
+    started = time.monotonic()
     guest.plugin.start()
     guest.plugin.wait_synchronized(60)
+    with (RESULTS / "systemd-waits.txt").open("a") as out:
+        out.write(f"plugin restarted and synchronized after {time.monotonic() - started:.1f} s\n")
     wait_right(guest, "the restarted plugin to move the late shared container", late)
     assert kernel.placement(guest.cri, late).cpus.isdisjoint(placed.pin)

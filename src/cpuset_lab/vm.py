@@ -105,7 +105,7 @@ def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[
                "--memory", f"{shape.memory_mib}M", "--rwdir", str(results),
                # "=": the value starts with a dash, which argparse would take for an option.
                f"--qemu-opts={shlex.join(shape.qemu_args())}"]
-    boot_args = KERNEL_ARGS
+    boot_args: tuple[str, ...] = KERNEL_ARGS
     if shape.systemd:
         command.append("--systemd")
         boot_args += SYSTEMD_ARGS

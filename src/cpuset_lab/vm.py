@@ -32,6 +32,7 @@ from typing import BinaryIO, Final, TextIO
 
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
+from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
 
 REPO: Final = Path(__file__).resolve().parents[2]
 DEFAULT_RESULTS: Final = REPO / "build" / "vm-results"
@@ -59,15 +60,7 @@ UNUSED_MODULES: Final = (
 #: Kernel arguments of every guest: no unused drivers, and a console log with warnings and
 #: worse (virtme-ng's --verbose alone prints every message, which costs boot time).
 KERNEL_ARGS: Final = (f"modprobe.blacklist={','.join(UNUSED_MODULES)}", "loglevel=5")
-#: Kernel arguments of guests whose PID 1 is systemd (``--systemd``). This machine's root has
-#: ``/.dockerenv``, so the guest's systemd takes itself for a Docker container: it then reads
-#: no ``systemd.*`` kernel argument (in a container those come from PID 1's own arguments) and
-#: starts console-getty instead of the serial getty that virtme-ng runs the guest script from.
-#: An empty ``container`` in PID 1's environment (the kernel passes ``container=`` to init)
-#: tells PID 1 it is not in one; its generators still believe it, hence the boot target is
-#: that serial getty itself (no ``systemd.wants=``, which a generator would handle): sysinit,
-#: basic (D-Bus among the sockets) and the getty are started, multi-user.target is not.
-SYSTEMD_ARGS: Final = ("container=", "systemd.unit=serial-getty@ttyS0.service")
+
 
 
 def find_kernel(boot: Path = Path("/boot")) -> Path:
@@ -147,6 +140,8 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
     command = vng_command(shape, results, vng=vng, kernel=kernel)
     (results / "vng-command").write_text(shlex.join(command) + "\n")
     env = {**os.environ, "PATH": f"{Path(vng).parent}:{os.environ.get('PATH', '')}"}
+    if shape.systemd:
+        env["HOME"] = str(prepare_home(results))
     tail = _Tail(results / "guest.log", shape.name, sys.stdout)
     if echo:
         tail.start()

@@ -148,3 +148,16 @@ def test_only_the_systemd_shape_boots_systemd_and_tells_the_guest_its_cgroup_dri
             assert "--systemd" not in vm.vng_command(shape, tmp_path, vng="vng",
                                                      kernel=Path("/k"))
             assert shape.facts()["cgroup_driver"] == "cgroupfs"
+
+
+def test_a_systemd_guest_gets_a_virtme_home_whose_fstab_puts_a_tmpfs_on_tmp(
+        tmp_path: Path) -> None:
+    import json
+
+    from cpuset_lab.vm_systemd import prepare_home
+
+    home = prepare_home(tmp_path)
+    config = json.loads((home / ".config/virtme-ng/virtme-ng.conf").read_text())
+    fstab = Path(config["systemd"]["fstab"])
+    assert fstab.parent == tmp_path
+    assert fstab.read_text().split()[:3] == ["tmpfs", "/tmp", "tmpfs"]

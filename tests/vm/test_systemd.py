@@ -3,8 +3,9 @@
 slices, and every container is a ``cri-containerd-<id>.scope`` whose ``AllowedCPUs`` systemd
 re-applies on ``daemon-reload``.
 
-Creating a container costs 25-40 s here under emulation, so one set of pods (a pin, an integer
-container and the session's shared ``web/app``) serves the whole module, in file order.
+Every container costs runc, D-Bus and systemd work under emulation, so one set of pods (a pin,
+an integer container and the session's shared ``web/app``) serves the whole module, in file
+order.
 """
 
 from __future__ import annotations

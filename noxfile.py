@@ -132,7 +132,8 @@ def bench_quality(session: nox.Session) -> None:
 @nox.session(python=None, venv_backend="none")
 def vm(session: nox.Session) -> None:
     """The VM lab: real kernels under QEMU with every machine shape (2 sockets x 2 cores x 2
-    threads on 2 NUMA nodes, a memoryless node, isolcpus=, cgroup v1), tests/vm in each (root;
-    installs QEMU, a kernel, containerd and virtme-ng; about 25 minutes). ``nox -s vm --
-    default`` runs one shape, ``-- --list`` lists them."""
+    threads on 2 NUMA nodes, a memoryless node, isolcpus=, cgroup v1, systemd as PID 1 with its
+    cgroup driver), tests/vm in each (root; installs QEMU, a kernel, containerd and virtme-ng;
+    see docs/vm-lab.md for the times). ``nox -s vm -- default`` (or ``-- systemd``) runs one
+    shape, ``-- --list`` lists them."""
     session.run("bash", "scripts/vm-test", *(session.posargs or ["--all"]), external=True)

@@ -52,11 +52,13 @@ def cgroup_version(root: Path = CGROUP_ROOT) -> int:
 def expand_systemd_path(cgroups_path: str) -> str:
     """``kubepods-burstable-podX.slice:cri-containerd:ID`` -> the directory path runc uses
     (``/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice/cri-containerd-ID.scope``).
-    Paths not in that form are returned unchanged."""
+    An empty slice is runc's default, ``system.slice``. Paths not in that form are returned
+    unchanged."""
     parts = cgroups_path.split(":")
     if len(parts) != 3 or cgroups_path.startswith("/"):
         return cgroups_path
     slice_name, prefix, name = parts
+    slice_name = slice_name or "system.slice"
     dirs: list[str] = []
     if slice_name and slice_name != "-.slice":
         stem = slice_name.removesuffix(".slice")

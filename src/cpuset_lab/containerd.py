@@ -68,6 +68,7 @@ class LabContainerd:
         installation: Installation | None = None,
         image: str = IMAGE_NAME,
         start_timeout: float = 30.0,
+        systemd_cgroup: bool = False,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         self.installation = installation
@@ -79,7 +80,7 @@ class LabContainerd:
                                     if nri_plugin_config_path is not None
                                     else self.workdir / "nri" / "conf.d"),
             registration_timeout=registration_timeout, request_timeout=request_timeout,
-            nri_enabled=nri_enabled, image=image,
+            nri_enabled=nri_enabled, image=image, systemd_cgroup=systemd_cgroup,
             runtime=installation.runtime if installation is not None else runtime_named())
         self.start_timeout = start_timeout
         self.update_faults = UpdateFaults(self.config.update_faults)

@@ -33,6 +33,9 @@ class ContainerdConfig:
     image: str
     runtime: Runtime
     """Which containerd reads the file (its format follows)."""
+    systemd_cgroup: bool = False
+    """runc's systemd cgroup driver (``SystemdCgroup``): containers in ``.scope`` units under
+    the pods' slices, as on nodes whose kubelet uses ``cgroupDriver: systemd``."""
 
     @property
     def config_path(self) -> Path:
@@ -186,7 +189,7 @@ class ContainerdConfig:
             # Never whatever runc comes first on PATH (trixie's and forky's need a newer glibc).
             f"  BinaryName = {q(RUNC)}",
             f"  Root = {q(self.runc_root)}",
-            "  SystemdCgroup = false",
+            f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}",
             # A second handler, for pods whose live updates a test makes fail; same runc root,
             # so cleanup finds its containers too.
             f"[{faulty}]",
@@ -194,7 +197,7 @@ class ContainerdConfig:
             f"[{faulty}.options]",
             f"  BinaryName = {q(self.faulty_runc)}",
             f"  Root = {q(self.runc_root)}",
-            "  SystemdCgroup = false",
+            f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}",
         ]
 
     def write(self) -> Path:

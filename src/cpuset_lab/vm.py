@@ -32,6 +32,7 @@ from typing import BinaryIO, Final, TextIO
 
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
+from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
 
 REPO: Final = Path(__file__).resolve().parents[2]
 DEFAULT_RESULTS: Final = REPO / "build" / "vm-results"
@@ -61,6 +62,7 @@ UNUSED_MODULES: Final = (
 KERNEL_ARGS: Final = (f"modprobe.blacklist={','.join(UNUSED_MODULES)}", "loglevel=5")
 
 
+
 def find_kernel(boot: Path = Path("/boot")) -> Path:
     """The newest ``vmlinuz-*`` in ``boot`` (Debian's ``linux-image-amd64``); ``FileNotFoundError``
     when there is none."""
@@ -82,7 +84,8 @@ def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str])
     (results / "shape.json").write_text(json.dumps(shape.facts(), indent=2) + "\n")
     (results / "plugin.toml").write_text(shape.plugin_config)
     values = {"REPO": str(REPO), "PYTHON": python, "SHAPE": shape.name,
-              "CGROUP": str(shape.cgroup), "TIME_SCALE": str(TIME_SCALE),
+              "CGROUP": str(shape.cgroup), "CGROUP_DRIVER": shape.cgroup_driver,
+              "TIME_SCALE": str(TIME_SCALE),
               "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args)}
     (results / "guest.env").write_text(
         "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items()))
@@ -95,7 +98,11 @@ def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[
                "--memory", f"{shape.memory_mib}M", "--rwdir", str(results),
                # "=": the value starts with a dash, which argparse would take for an option.
                f"--qemu-opts={shlex.join(shape.qemu_args())}"]
-    command += [f"--append={arg}" for arg in (*KERNEL_ARGS, *shape.kernel_args)]
+    boot_args: tuple[str, ...] = KERNEL_ARGS
+    if shape.systemd:
+        command.append("--systemd")
+        boot_args += SYSTEMD_ARGS
+    command += [f"--append={arg}" for arg in (*boot_args, *shape.kernel_args)]
     guest = f"bash {shlex.quote(str(REPO / 'scripts' / 'vm-guest'))} {shlex.quote(str(results))}"
     return [*command, "--exec", guest]
 
@@ -133,6 +140,8 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
     command = vng_command(shape, results, vng=vng, kernel=kernel)
     (results / "vng-command").write_text(shlex.join(command) + "\n")
     env = {**os.environ, "PATH": f"{Path(vng).parent}:{os.environ.get('PATH', '')}"}
+    if shape.systemd:
+        env["HOME"] = str(prepare_home(results))
     tail = _Tail(results / "guest.log", shape.name, sys.stdout)
     if echo:
         tail.start()

@@ -52,7 +52,15 @@ class Shape:
     """TOML the plugin runs with (``run --config``); empty: the built-in defaults."""
     reserved: str = ""
     """``cpus.reserved`` of ``plugin_config``, repeated for the tests."""
+    systemd: bool = False
+    """systemd as PID 1 (virtme-ng's ``--systemd``): containerd runs as ``containerd.service``
+    with runc's systemd cgroup driver and pods get the kubelet's systemd-driver slices."""
     in_ci: bool = False
+
+    @property
+    def cgroup_driver(self) -> str:
+        """The kubelet's and runc's cgroup driver in this guest."""
+        return "systemd" if self.systemd else "cgroupfs"
 
     @property
     def cpus(self) -> int:
@@ -103,6 +111,7 @@ class Shape:
             "isolated": self.isolated,
             "reserved": self.reserved,
             "cgroup": self.cgroup,
+            "cgroup_driver": self.cgroup_driver,
             "tests": list(self.tests),
         }
 
@@ -131,6 +140,13 @@ SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="cgroup-v1",
           summary="the default shape with cgroup v1 hierarchies mounted instead of v2",
           nodes=_TWO_NODES, distances={(0, 1): 21}, cgroup=1, tests=_CORE_TESTS),
+    # Smaller than the others: systemd and its cgroup driver make every boot and every
+    # container slower under emulation, and what it is for needs no second socket.
+    Shape(name="systemd",
+          summary="1 socket x 2 cores x 2 threads, systemd as PID 1, containerd.service with "
+                  "SystemdCgroup, pods in kubepods slices, cgroup v2",
+          sockets=1, nodes=(Node(cpus="0-3", memory_mib=2048),), systemd=True,
+          tests=("test_shape.py", "test_systemd.py")),
 )}
 """Every shape, by name; ``default`` is the one CI runs."""
 

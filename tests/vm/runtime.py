@@ -30,6 +30,7 @@ from cpuset_cli.commands.inspect import inspect
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.containerd_service import ServiceContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed
@@ -40,6 +41,8 @@ SCALE = float(os.environ.get("NRI_CPUSET_VM_TIME_SCALE", "1"))
 RESULTS = Path(os.environ.get("NRI_CPUSET_VM_RESULTS", "."))
 WORK = Path(os.environ.get("NRI_CPUSET_VM_WORK", "/run/nri-cpuset-vm"))
 SRC = Path(__file__).resolve().parents[2] / "src"
+DRIVER = os.environ.get("NRI_CPUSET_VM_CGROUP_DRIVER", "cgroupfs")
+"""The kubelet's and runc's cgroup driver in this guest (``systemd``: containerd.service)."""
 
 
 def wait_until(check: Callable[[], bool], what: Callable[[], str] | str,
@@ -99,6 +102,13 @@ class Plugin:
         assert state is not None
         return state
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: no goodbye to containerd."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=30 * SCALE)
+        self.process = None
+
     def stop(self) -> int:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
@@ -121,9 +131,10 @@ class Guest:
     @classmethod
     def start(cls) -> Guest:
         marks = {"start": time.monotonic()}
-        lab = LabContainerd(WORK / "containerd", installation=find_installation(),
-                            start_timeout=40 * SCALE, request_timeout=f"{max(2, int(SCALE))}s",
-                            registration_timeout=f"{int(5 * SCALE)}s")
+        kind = ServiceContainerd if DRIVER == "systemd" else LabContainerd
+        lab = kind(WORK / "containerd", installation=find_installation(),
+                   start_timeout=40 * SCALE, request_timeout=f"{max(2, int(SCALE))}s",
+                   registration_timeout=f"{int(5 * SCALE)}s")
         plugin = Plugin(lab.nri_socket, RESULTS / "plugin.toml", RESULTS / "plugin.log")
         plugin.start()  # it waits for the NRI socket: its start overlaps containerd's
         lab.start()
@@ -146,7 +157,8 @@ class Guest:
                 namespace: str = "default") -> str:
         uid = str(uuid.uuid4())
         return self.cri.run_pod(PodSpec(
-            name=name, namespace=namespace, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
+            name=name, namespace=namespace, uid=uid,
+            cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
             annotations={PIN: pins} if pins is not None else {}))
 
     def state(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpuset_adapters.cgroupfs import CgroupReader
+from cpuset_adapters.cgroupfs import CgroupReader, expand_systemd_path
 from cpuset_core import CPUSet
 
 
@@ -43,3 +43,34 @@ def test_a_vanished_or_unnamed_cgroup_is_an_observation_not_an_exception(tmp_pat
                                      "cpuset.effective_cpus": "1", "cpuset.effective_mems": "0"})
     assert reader.observe("/bad").cpus is None
     assert set(reader.observe_all({"a": "/bad", "b": ""})) == {"a", "b"}
+
+
+UID = "0b9c6a52-5f7d-4d3e-9a0e-3c1f2e4d5a6b"
+ESCAPED = UID.replace("-", "_")
+CID = "4f1e" * 16
+
+
+def test_the_paths_containerd_reports_with_systemd_cgroup_expand_as_runc_lays_them_out() -> None:
+    # What containerd 1.7 reports as linux.cgroupsPath with SystemdCgroup = true, for the
+    # parents the kubelet's systemd driver gives each QoS class.
+    for parent, directories in (
+            (f"kubepods-pod{ESCAPED}.slice", f"kubepods.slice/kubepods-pod{ESCAPED}.slice"),
+            (f"kubepods-burstable-pod{ESCAPED}.slice",
+             f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{ESCAPED}.slice"),
+            (f"kubepods-besteffort-pod{ESCAPED}.slice",
+             f"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{ESCAPED}.slice")):
+        assert expand_systemd_path(f"{parent}:cri-containerd:{CID}") == \
+            f"/{directories}/cri-containerd-{CID}.scope"
+    # runc's defaults: no slice is system.slice, "-.slice" the root.
+    assert expand_systemd_path(f":cri-containerd:{CID}") == \
+        f"/system.slice/cri-containerd-{CID}.scope"
+    assert expand_systemd_path(f"-.slice:cri-containerd:{CID}") == f"/cri-containerd-{CID}.scope"
+
+
+def test_the_verifier_reads_a_guaranteed_containers_scope(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu\n")
+    write(tmp_path / f"kubepods.slice/kubepods-pod{ESCAPED}.slice/cri-containerd-{CID}.scope",
+          {"cpuset.cpus": "2-3", "cpuset.mems": "", "cpuset.cpus.effective": "2-3",
+           "cpuset.mems.effective": "0"})
+    seen = CgroupReader(tmp_path).observe(f"kubepods-pod{ESCAPED}.slice:cri-containerd:{CID}")
+    assert (seen.cpus, seen.mems, seen.problem) == (CPUSet.parse("2-3"), CPUSet([0]), "")

@@ -182,6 +182,21 @@ def test_the_lab_demo_refuses_a_bad_command_line_with_exit_code_2(
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("runtime", "cri_plugin"), [
+    ("1.7", "io.containerd.grpc.v1.cri"), ("2.x", "io.containerd.cri.v1.runtime")])
+def test_the_systemd_cgroup_driver_is_a_switch_for_every_runc_handler(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime: str, cri_plugin: str) -> None:
+    monkeypatch.setenv("NRI_CPUSET_RUNTIME", runtime)
+
+    def drivers(lab: LabContainerd) -> set[bool]:
+        runtimes = tomllib.loads(lab.config.text())["plugins"][cri_plugin][
+            "containerd"]["runtimes"]
+        return {runtime["options"]["SystemdCgroup"] for runtime in runtimes.values()}
+
+    assert drivers(LabContainerd(tmp_path)) == {False}
+    assert drivers(LabContainerd(tmp_path, systemd_cgroup=True)) == {True}
+
+
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(script), *args], input='{"cpu": {"cpus": "0"}}',
                           capture_output=True, text=True, check=False, timeout=10)

@@ -134,3 +134,30 @@ def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: P
     assert "SHAPE=isolcpus" in env
     assert "PYTEST_ARGS='-k '\"'\"'a b'\"'\"''" in env
     assert "strict_reservation = true" in (tmp_path / "r" / "plugin.toml").read_text()
+
+
+def test_only_the_systemd_shape_boots_systemd_and_tells_the_guest_its_cgroup_driver(
+        tmp_path: Path) -> None:
+    systemd = SHAPES["systemd"]
+    assert systemd.facts()["cgroup_driver"] == "systemd"
+    assert "--systemd" in vm.vng_command(systemd, tmp_path, vng="vng", kernel=Path("/k"))
+    vm.prepare(systemd, tmp_path / "r", python="/py", pytest_args=[])
+    assert "CGROUP_DRIVER=systemd" in (tmp_path / "r" / "guest.env").read_text()
+    for shape in SHAPES.values():
+        if shape is not systemd:
+            assert "--systemd" not in vm.vng_command(shape, tmp_path, vng="vng",
+                                                     kernel=Path("/k"))
+            assert shape.facts()["cgroup_driver"] == "cgroupfs"
+
+
+def test_a_systemd_guest_gets_a_virtme_home_whose_fstab_puts_a_tmpfs_on_tmp(
+        tmp_path: Path) -> None:
+    import json
+
+    from cpuset_lab.vm_systemd import prepare_home
+
+    home = prepare_home(tmp_path)
+    config = json.loads((home / ".config/virtme-ng/virtme-ng.conf").read_text())
+    fstab = Path(config["systemd"]["fstab"])
+    assert fstab.parent == tmp_path
+    assert fstab.read_text().split()[:3] == ["tmpfs", "/tmp", "tmpfs"]

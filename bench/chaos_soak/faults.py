@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .runner import Soak
 
 
-def plugin_kill(soak: Soak, op: Op) -> None:
+def plugin_kill(soak: Soak, _op: Op) -> None:
     soak.tally.faults["plugin-kill"] += 1
     soak.node.plugin_up = False
     soak.node.plugin.kill()
@@ -62,7 +62,7 @@ def burst(soak: Soak, op: Op) -> None:
             soak.model.pods[pod.name] = pod
         if isinstance(outcome, str):
             operations.refused(soak, pod, "app", f"{pod.name}/app (burst)", prediction,
-                               outcome, not killed)
+                               details=outcome, managed=not killed)
             continue
         outcome.unmanaged = killed
         with soak.lock:
@@ -139,7 +139,7 @@ def _create_during_stop(soak: Soak, op: Op) -> None:
                  f"{'created' if isinstance(outcome, Container) else outcome[-160:]}")
 
 
-def containerd_restart(soak: Soak, op: Op) -> None:
+def containerd_restart(soak: Soak, _op: Op) -> None:
     soak.tally.faults["containerd-restart"] += 1
     soak.node.plugin_up = False
     soak.node.plugin.next_join(soak.node.lab.restart)

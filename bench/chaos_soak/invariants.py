@@ -94,21 +94,22 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
 
 def state_matches(node: Node, view: KernelView, state: Mapping[str, Any]) -> list[str]:
     """The plugin's state document (``inspect -o json``) says what the kernel enforces."""
-    found: list[str] = []
     listed = {str(c["id"]): c for c in state.get("containers", [])}
     running = {c.cid: c for c in node.running()}
-    for cid in sorted(set(running) - set(listed)):
-        found.append(f"inspect does not list running {_name(running[cid])}")
-    for cid in sorted(set(listed) - set(running)):
-        found.append(f"inspect lists {cid[:12]} ({listed[cid].get('subject')}), which does "
-                     f"not run")
-    for cid in sorted(set(listed) & set(running)):
-        if running[cid].faulted or cid not in view:
-            continue
-        said = CPUSet.parse(str(listed[cid]["cpus"]), allow_empty=True)
-        if said != view[cid].cpus:
-            found.append(f"inspect says {_name(running[cid])} is on {said}, the kernel "
-                         f"enforces {view[cid].cpus}")
+    found = [f"inspect does not list running {_name(running[cid])}"
+             for cid in sorted(set(running) - set(listed))]
+    found += [f"inspect lists {cid[:12]} ({listed[cid].get('subject')}), which does not run"
+              for cid in sorted(set(listed) - set(running))]
+    compared = [cid for cid in sorted(set(listed) & set(running))
+                if not running[cid].faulted and cid in view]
+    said = {cid: CPUSet.parse(str(listed[cid]["cpus"]), allow_empty=True) for cid in compared}
+    found += [f"inspect says {_name(running[cid])} is on {said[cid]}, the kernel enforces "
+              f"{view[cid].cpus}" for cid in compared if said[cid] != view[cid].cpus]
+    pools = {view[cid].cpus for cid in compared
+             if running[cid].kind in (SHARED, BEST_EFFORT) and not running[cid].unmanaged}
+    if len(pools) == 1 and (pool := pools.pop()).format() != state.get("shared_pool"):
+        found.append(f"inspect says the shared pool is {state.get('shared_pool')!r}, the "
+                     f"kernel runs every shared container on {pool}")
     return found
 
 
@@ -119,9 +120,8 @@ def empty_state(node: Node, state: Mapping[str, Any]) -> list[str]:
     if state.get("containers"):
         found.append(f"the plugin still holds {len(state['containers'])} container(s): "
                      f"{[c.get('subject') for c in state['containers']]}")
-    for key in ("exclusive", "pinned"):
-        if state.get(key):
-            found.append(f"the plugin's {key} CPUs are not empty: {state[key]}")
+    found += [f"the plugin's {key} CPUs are not empty: {state[key]}"
+              for key in ("exclusive", "pinned") if state.get(key)]
     if state.get("draining"):
         found.append(f"CPUs still draining: {state['draining']}")
     if state.get("shared_pool") != pool.format():

@@ -33,6 +33,8 @@ class Tally:
     refusals: Counter[str] = field(default_factory=Counter)
     checks: int = 0
     violations: list[str] = field(default_factory=list)
+    settles: list[float] = field(default_factory=list)
+    """Seconds from a step's end until its eventual invariants held."""
     memory: list[tuple[int, int, int]] = field(default_factory=list)
     """(plugin pid, VmRSS KiB, open descriptors) at each settle."""
 

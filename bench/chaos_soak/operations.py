@@ -70,13 +70,13 @@ def create(soak: Soak, op: Op) -> None:
     own = PINNED if pod.annotation is not None else kind
     cpus = int(op.get("cpus", 1))
     if op.get("init"):
-        init = start_container(soak, pod, "init", own, 1, ["/bin/true"])
+        init = start_container(soak, pod, "init", own, cpus=1, command=["/bin/true"])
         if init is None:
             return
         wait_exited(soak, init)
-    elif op.get("sidecar") and start_container(soak, pod, "sidecar", own, 1) is None:
+    elif op.get("sidecar") and start_container(soak, pod, "sidecar", own, cpus=1) is None:
         return
-    start_container(soak, pod, "app", own, cpus)
+    start_container(soak, pod, "app", own, cpus=cpus)
 
 
 def predict(soak: Soak, pod: Pod, kind: str, cpus: int) -> Prediction:
@@ -90,7 +90,7 @@ def predict(soak: Soak, pod: Pod, kind: str, cpus: int) -> Prediction:
     return model.predict_shared()
 
 
-def start_container(soak: Soak, pod: Pod, name: str, kind: str, cpus: int,
+def start_container(soak: Soak, pod: Pod, name: str, kind: str, *, cpus: int,
                     command: list[str] | None = None) -> Container | None:
     """Create and start one container; its outcome judged; the model updated."""
     soak.refresh_integers()
@@ -101,7 +101,7 @@ def start_container(soak: Soak, pod: Pod, name: str, kind: str, cpus: int,
         cid = soak.cri.create_container(pod.pod_id, None, name, soak.image,
                                         resources=resources(kind, cpus), command=command)
     except CriError as err:
-        refused(soak, pod, name, subject, prediction, err.details, managed)
+        refused(soak, pod, name, subject, prediction, details=err.details, managed=managed)
         return None
     soak.cids.add(cid)
     soak.cri.start(cid)
@@ -121,7 +121,7 @@ def start_container(soak: Soak, pod: Pod, name: str, kind: str, cpus: int,
     return container
 
 
-def refused(soak: Soak, pod: Pod, name: str, subject: str, prediction: Prediction,
+def refused(soak: Soak, pod: Pod, name: str, subject: str, prediction: Prediction, *,
             details: str, managed: bool) -> None:
     reason = reason_of(details)
     soak.outcome(f"refused {subject}: {reason or 'not by the plugin'}: {details[-160:]}")
@@ -199,8 +199,8 @@ def resize(soak: Soak, op: Op) -> None:
                 container.cpus = after
                 soak.model.uncertain += max(0, before - after)
             return
-        refused(soak, soak.model.pods[op["pod"]], "", subject, prediction, err.details,
-                soak.plugin_answers())
+        refused(soak, soak.model.pods[op["pod"]], "", subject, prediction,
+                details=err.details, managed=soak.plugin_answers())
         return
     with soak.lock:
         container.cpus = after

@@ -77,7 +77,17 @@ def closing(tally: Tally, minutes: float, seed: int, steps: int) -> str:
             f"{tally.checks} checks, {len(tally.violations)} violations")
 
 
+def settle_line(settles: list[float]) -> str:
+    """How often the eventual invariants held at the first view after a step (0.3 s) and
+    how long the others took: what the verifier and the plugin's answers had to repair."""
+    if not settles:
+        return "settled: no step"
+    waited = [s for s in settles if s > 0.5]
+    return (f"settled {len(settles)} steps: {len(settles) - len(waited)} at the first view, "
+            f"{len(waited)} after waiting (longest {max(settles):.1f} s)")
+
+
 def summary(tally: Tally) -> list[str]:
     return [f"operations by kind: {_counts(tally.ops)}",
             f"refusals by reason: {_counts(tally.refusals)}",
-            memory_line(tally.memory)]
+            settle_line(tally.settles), memory_line(tally.memory)]

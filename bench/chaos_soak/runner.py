@@ -127,7 +127,8 @@ class Soak:
         for thread in self.hammers:
             thread.join()
         self.hammers.clear()
-        deadline = time.monotonic() + 2 * self.node.verify_period + 4 + extra
+        began = time.monotonic()
+        deadline = began + 2 * self.node.verify_period + 4 + extra
         while True:
             time.sleep(SAMPLE)
             self.check_always()
@@ -138,6 +139,7 @@ class Soak:
             if time.monotonic() > deadline:
                 self.found.extend(eventual)
                 self._stop_if_violated(f"after settling {2 * self.node.verify_period + 4} s")
+        self.tally.settles.append(time.monotonic() - began)
         with self.lock:
             self.model.settled()
         self.node.measure()

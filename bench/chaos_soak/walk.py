@@ -11,7 +11,7 @@ from typing import Final
 from cpuset_core.cpuset import CPUSet
 
 from .history import Op
-from .model import INTEGER, PINNED, SHARED, BEST_EFFORT, Node
+from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Node
 
 MAX_PODS: Final = 10
 WEIGHTS: Final = {

@@ -38,6 +38,7 @@ from chaos_soak.node import LabNode
 from chaos_soak.runner import Soak, Violated
 from chaos_soak.walk import Walk
 
+from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd_install import Installation, LabError, find_installation
 
@@ -74,6 +75,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run the operations of a history.jsonl instead of a walk")
     parser.add_argument("--verify-period", type=int, default=2,
                         help="the plugin's runtime.verify_period (s); settling waits on it")
+    parser.add_argument("--reserved", type=CPUSet.parse, default=CPUSet(),
+                        help="the plugin's cpus.reserved (default: its default, none)")
     parser.add_argument("--if-available", action="store_true",
                         help="exit 0, saying so, when the runtime is not installed")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
@@ -109,11 +112,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
         print("soak: needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
-    model = Node(online=online)
+    model = Node(online=online, reserved=args.reserved)
     node = LabNode(workdir, installation, model, verify_period=args.verify_period)
     print(f"soak: seed {seed}, containerd {installation.version()} ({runtime}), online "
           f"{online}, {'replaying ' + str(args.replay) if replayed else f'{args.minutes} min'}"
-          f", verify_period {args.verify_period} s, history {workdir}/history.jsonl",
+          f", reserved {args.reserved.format() or 'none'}, verify_period "
+          f"{args.verify_period} s, history {workdir}/history.jsonl",
           flush=True)
     started = time.monotonic()
     failed = False

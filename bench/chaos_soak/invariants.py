@@ -27,10 +27,11 @@ def _name(c: Container) -> str:
 
 def exclusive_owners(node: Node, view: KernelView) -> list[str]:
     """No CPU enforced for two exclusive owners. Containers created while the plugin was
-    away are not owners yet; one whose runtime refuses updates may stay on a pin (a refused
-    move, docs/operations.md) but never on another integer container's CPUs."""
+    away, or whose cpuset someone else wrote, are not owners until the node settles; one
+    whose runtime refuses updates may stay on a pin (a refused move, docs/operations.md) but
+    never on another integer container's CPUs."""
     owners = [c for c in node.running() if c.kind in (INTEGER, PINNED) and not c.unmanaged
-              and c.cid in view]
+              and not c.tampered and c.cid in view]
     found = []
     for a, b in combinations(owners, 2):
         if a.kind == PINNED and b.kind == PINNED:

@@ -44,6 +44,9 @@ class Container:
     """``running``, ``stopped`` (stopped, not removed) or ``exited`` (an init container)."""
     unmanaged: bool = False
     """Created while the plugin was away: corrected by the next Synchronize, not before."""
+    tampered: bool = False
+    """Its cpuset was written behind the plugin's back (cgroupfs, CRI) since the node last
+    settled: it may be anywhere until the plugin puts it back."""
     faulted: bool = False
     """Its pod's runc refuses its updates now: it may stay off its placement."""
     cgroups_path: str = ""
@@ -160,13 +163,11 @@ class Node:
         pins, exclusive = self.pins(), self.exclusive_count()
         free = self.free_count(pins, exclusive)
         pool_after = self.pool_count(pins, exclusive + grow)
-        reasons = set()
+        # The CPUs are chosen first, the pool is checked on the result.
         if grow > free:
-            reasons.add(INSUFFICIENT)
+            return refuse(INSUFFICIENT)
         if pool_after < 1 and self.shared_running():
-            reasons.add(POOL_EMPTY)
-        if reasons:
-            return refuse(*reasons, INSUFFICIENT)
+            return refuse(POOL_EMPTY)
         return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
 
     def predict_pinned(self, pod: Pod) -> Prediction:
@@ -177,13 +178,11 @@ class Node:
         moved = [c for c in self.of_kind(INTEGER) if not c.actual.isdisjoint(pin)]
         moving = sum(c.cpus for c in moved)
         staying = self.exclusive_count() - moving
+        # The moves are planned first, the pool is checked on the result.
         if self.free_count(pins, staying) < moving:
-            reasons.add(REASSIGNMENT)
+            return refuse(REASSIGNMENT)
         if self.pool_count(pins, staying + moving) < 1 and self.shared_running():
-            reasons.add(POOL_EMPTY)
-        if reasons:
-            # Which check comes first is the plugin's business; both name a real shortage.
-            return refuse(*reasons, REASSIGNMENT, POOL_EMPTY)
+            return refuse(POOL_EMPTY)
         if moving and self.free_count(pins, staying) - self.uncertain < moving:
             return maybe(REASSIGNMENT)
         return ADMIT
@@ -204,7 +203,7 @@ class Node:
     def settled(self) -> None:
         self.uncertain = 0
         for container in self.running():
-            container.unmanaged = False
+            container.unmanaged = container.tampered = False
 
     def resynchronized(self) -> None:
         """A Synchronize (the plugin or the runtime restarted) re-decides pins: a running pin

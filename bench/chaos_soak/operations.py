@@ -124,7 +124,11 @@ def start_container(soak: Soak, pod: Pod, name: str, kind: str, *, cpus: int,
 def refused(soak: Soak, pod: Pod, name: str, subject: str, prediction: Prediction, *,
             details: str, managed: bool) -> None:
     reason = reason_of(details)
-    soak.outcome(f"refused {subject}: {reason or 'not by the plugin'}: {details[-160:]}")
+    allowed = ("must admit" if prediction.must_admit
+               else f"may {'admit or ' if prediction.may_admit else ''}refuse "
+                    f"{sorted(prediction.reasons)}")
+    soak.outcome(f"refused {subject}: {reason or 'not by the plugin'} (model: {allowed}): "
+                 f"{details[-160:]}")
     if reason is not None:
         soak.tally.refusals[reason] += 1
     if managed and soak.plugin_answers():
@@ -218,6 +222,7 @@ def cri_cpuset(soak: Soak, op: Op) -> None:
     container = target(soak, op)
     if container is None:
         return
+    container.tampered = True
     try:
         soak.cri.update_resources(container.cid, cpuset_cpus=op["cpus"])
         soak.outcome(f"CRI cpuset {op['cpus']} on {op['pod']}/{op['container']}")
@@ -231,6 +236,7 @@ def oob_write(soak: Soak, op: Op) -> None:
     if container is None or not container.cgroups_path:
         return
     path = cgroupfs.cgroup_dir(container.cgroups_path) / "cpuset.cpus"
+    container.tampered = True
     try:
         path.write_text(op["cpus"])
         soak.outcome(f"wrote {op['cpus']} into {op['pod']}/{op['container']}'s cpuset.cpus")

@@ -179,6 +179,7 @@ class Soak:
     def _stop_if_violated(self, when: str) -> None:
         if not self.found:
             return
+        self.found = list(dict.fromkeys(self.found))  # one finding, confirmed twice
         self.tally.violations.extend(self.found)
         with self.lock:
             running = list(self.model.running())

@@ -46,11 +46,13 @@ class Walk:
                 ops.append({"kind": "runc-allow", "pod": pod, "container": name})
         for _ in range(self.rng.choice((1, 1, 2, 3, 4))):
             op = self._one()
-            if op is not None:
+            if isinstance(op, list):
+                ops.extend(op)
+            elif op is not None:
                 ops.append(op)
         return ops
 
-    def _one(self) -> Op | None:
+    def _one(self) -> Op | list[Op] | None:
         kinds = list(WEIGHTS)
         kind = self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
         return getattr(self, "_" + kind.replace("-", "_"))()  # type: ignore[no-any-return]
@@ -69,8 +71,11 @@ class Walk:
         if self.node.shared_running():
             free = min(free, self.node.pool_count(self.node.pins(),
                                                   self.node.exclusive_count()) - 1)
-        if free >= 1 and self.rng.random() < 0.85:
+        draw = self.rng.random()
+        if free >= 1 and draw < 0.6:
             return self.rng.randint(1, free)
+        if free >= 1 and draw < 0.85:
+            return free  # the boundary: exactly what fits
         return max(1, free + 1)
 
     def _handler(self) -> str:
@@ -90,10 +95,15 @@ class Walk:
     # -- the kinds ----------------------------------------------------------------------------
 
     def _create_shared(self) -> Op | None:
-        return self._create(SHARED)
+        return self._create(SHARED) if self._pool_or_sometimes() else self._delete()
 
     def _create_besteffort(self) -> Op | None:
-        return self._create(BEST_EFFORT)
+        return self._create(BEST_EFFORT) if self._pool_or_sometimes() else self._delete()
+
+    def _pool_or_sometimes(self) -> bool:
+        """A shared pod on a node with no shared CPU left now and then (it must be refused);
+        mostly, make room first."""
+        return self.node.predict_shared().may_admit or self.rng.random() < 0.3
 
     def _create_integer(self) -> Op | None:
         return self._create(INTEGER, cpus=self._fitting_integer())
@@ -176,15 +186,30 @@ class Walk:
     def _containerd_restart(self) -> Op | None:
         return {"kind": "containerd-restart"}
 
-    def _runc_refuse(self) -> Op | None:
-        choices = [(c.pod, c.name) for c in self.node.running()
+    def _runc_refuse(self) -> list[Op] | None:
+        """runc refuses a container's updates for a few steps; an integer container's is
+        then asked to give CPUs up (a shrink, or a pin arriving on its CPUs and leaving),
+        and another integer container asks for CPUs: the refused release must not be
+        handed out while the kernel still shows the container there."""
+        choices = [c for c in self.node.running()
                    if self.node.pods[c.pod].handler and not c.faulted and not c.unmanaged
                    and c.kind in (SHARED, BEST_EFFORT, INTEGER)]
         if not choices:
             return None
-        pod, name = self.rng.choice(sorted(choices))
-        self.refusing[f"{pod}/{name}"] = self.rng.randint(1, 3)
-        return {"kind": "runc-refuse", "pod": pod, "container": name}
+        chosen = self.rng.choice(sorted(choices, key=lambda c: (c.pod, c.name)))
+        self.refusing[f"{chosen.pod}/{chosen.name}"] = self.rng.randint(1, 3)
+        ops: list[Op] = [{"kind": "runc-refuse", "pod": chosen.pod, "container": chosen.name}]
+        if chosen.kind != INTEGER or self.rng.random() < 0.3:
+            return ops
+        if chosen.cpus > 1:
+            ops.append({"kind": "resize", "pod": chosen.pod, "container": chosen.name,
+                        "cpus": chosen.cpus - 1})
+        elif (pin := self._create(PINNED, pins=chosen.actual.format() or "0",
+                                  namespace="storage")) is not None:
+            ops += [pin, {"kind": "delete", "pod": pin["pod"]}]
+        if (taker := self._create(INTEGER, cpus=1)) is not None:
+            ops.append(taker)
+        return ops
 
     def _narrow_pins(self) -> Op | None:
         narrow = self.node.namespaces == ("*",)

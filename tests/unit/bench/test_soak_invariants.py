@@ -93,3 +93,12 @@ def test_an_empty_node_must_leave_the_plugin_with_nothing_held() -> None:
     found = empty_state(node, {"containers": [{"subject": "default/a/b"}],
                                "exclusive": {"1": "x"}, "shared_pool": "0"})
     assert len(found) == 3
+
+
+def test_a_container_whose_cpuset_someone_else_wrote_is_no_owner_until_the_node_settles() -> None:
+    node = node_with(TWO, pod("a", running(INTEGER, "i1", 1)), pod("b", running(INTEGER, "i2", 1)))
+    node.pods["a"].containers["i1"].tampered = True
+    view = {"i1": enforced("0-1"), "i2": enforced("1")}
+    assert exclusive_owners(node, view) == []
+    node.settled()
+    assert len(exclusive_owners(node, view)) == 1

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.status_socket import read_status
+from cpuset_core.cpuset import CPUSet
 from cpuset_lab.pod_spec import PodSpec, cgroup_parent
 
 from . import operations
 from .history import Op
-from .model import SHARED, Container, Pod
+from .model import PINNED, SHARED, Container, Pod
 from .node import REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
@@ -44,9 +45,16 @@ def restart_plugin(soak: Soak) -> None:
 
 def burst(soak: Soak, op: Op) -> None:
     """Shared pods created by three clients at once; with ``kill_at`` ≥ 0 the plugin is
-    killed -9 after that many were sent, and restarted once the burst is over."""
+    killed -9 after that many were sent, and restarted once the burst is over; with ``pin``,
+    the pod at ``pin_at`` is pinned to those CPUs (a pin arriving mid-burst shrinks
+    containers that are being started: their dropped updates must be repaired)."""
     prediction = soak.model.predict_shared()
     pods = [Pod(name=name, namespace="default", qos="Burstable") for name in op["pods"]]
+    predictions = {pod.name: prediction for pod in pods}
+    if op.get("pin") is not None and 0 <= op.get("pin_at", -1) < len(pods):
+        pinned = pods[op["pin_at"]]
+        pinned.annotation = op["pin"]
+        predictions[pinned.name] = soak.model.predict_pinned(pinned)
     results: list[tuple[Pod, Future[Container | str]]] = []
     killed = False
     with ThreadPoolExecutor(3) as pool:
@@ -61,14 +69,17 @@ def burst(soak: Soak, op: Op) -> None:
         with soak.lock:
             soak.model.pods[pod.name] = pod
         if isinstance(outcome, str):
-            operations.refused(soak, pod, "app", f"{pod.name}/app (burst)", prediction,
-                               details=outcome, managed=not killed)
+            operations.refused(soak, pod, "app", f"{pod.name}/app (burst)",
+                               predictions[pod.name], details=outcome, managed=not killed)
             continue
         outcome.unmanaged = killed
         with soak.lock:
             pod.containers["app"] = outcome
-        if not killed and not prediction.may_admit:
-            soak.violation(f"{pod.name}/app (burst) admitted on an empty shared pool")
+            if pod.annotation is not None and not killed:
+                pod.pin = CPUSet.parse(pod.annotation)
+        if not killed and not predictions[pod.name].may_admit:
+            soak.violation(f"{pod.name}/app ({outcome.kind}, burst) admitted, but it does "
+                           f"not fit ({sorted(predictions[pod.name].reasons)})")
     soak.outcome(f"burst of {len(pods)} shared pods{' (plugin killed)' if killed else ''}")
     if killed:
         restart_plugin(soak)
@@ -86,7 +97,8 @@ def _create_shared(soak: Soak, pod: Pod) -> Container | str:
     """Runs in a worker: CRI calls only; the model is updated by the caller."""
     pod.uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"nri-cpuset-soak/{soak.seed}/{pod.name}"))
     soak.uids.add(pod.uid)
-    pod.pod_id = soak.cri.run_pod(PodSpec(name=pod.name, uid=pod.uid,
+    annotations = {operations.KEY: pod.annotation} if pod.annotation is not None else {}
+    pod.pod_id = soak.cri.run_pod(PodSpec(name=pod.name, uid=pod.uid, annotations=annotations,
                                           cgroup_parent=cgroup_parent(pod.qos, pod.uid)))
     try:
         cid = soak.cri.create_container(pod.pod_id, None, "app", soak.image,
@@ -96,7 +108,8 @@ def _create_shared(soak: Soak, pod: Pod) -> Container | str:
     soak.cids.add(cid)
     soak.cri.start(cid)
     status = soak.cri.container_status(cid)
-    return Container(pod=pod.name, name="app", kind=SHARED, cid=cid, pid=status.pid or 0,
+    kind = PINNED if pod.annotation is not None else SHARED
+    return Container(pod=pod.name, name="app", kind=kind, cid=cid, pid=status.pid or 0,
                      cgroups_path=status.cgroups_path or "")
 
 

@@ -125,7 +125,7 @@ def refused(soak: Soak, pod: Pod, name: str, subject: str, prediction: Predictio
             details: str, managed: bool) -> None:
     reason = reason_of(details)
     allowed = ("must admit" if prediction.must_admit
-               else f"may {'admit or ' if prediction.may_admit else ''}refuse "
+               else f"{'may admit or ' if prediction.may_admit else 'must '}refuse "
                     f"{sorted(prediction.reasons)}")
     soak.outcome(f"refused {subject}: {reason or 'not by the plugin'} (model: {allowed}): "
                  f"{details[-160:]}")

@@ -167,7 +167,14 @@ class Walk:
                 else str(self.rng.choice(sorted(self.node.online)))}
 
     def _burst(self) -> Op | None:
-        return {"kind": "burst", "pods": self._burst_pods(), "kill_at": -1}
+        pods = self._burst_pods()
+        op: Op = {"kind": "burst", "pods": pods, "kill_at": -1}
+        # A pin mid-burst, when its outcome does not depend on the burst's order: shared
+        # containers already run and no integer container would have to move.
+        if (pods and self.node.shared_running() and not self.node.of_kind(INTEGER)
+                and self.rng.random() < 0.5):
+            op.update(pin=str(self.node.online.last()), pin_at=self.rng.randrange(len(pods)))
+        return op
 
     def _burst_pods(self) -> list[str]:
         names = [self._pod_name() for _ in range(self.rng.randint(3, 6))]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +94,16 @@ class LabNode:
         """The plugin's state document, as ``nri-cpuset inspect -o json`` prints it."""
         assert self.plugin.status_socket is not None
         document: dict[str, Any] = json.loads(read_status(self.plugin.status_socket))
+        return document
+
+    def inspect(self) -> dict[str, Any]:
+        """The same document through the operator's command, ``nri-cpuset inspect -o json``."""
+        assert self.plugin.status_socket is not None
+        done = subprocess.run(  # noqa: S603 - our interpreter, our module
+            [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
+             str(self.plugin.status_socket), "-o", "json"],
+            capture_output=True, text=True, timeout=60, check=True)
+        document: dict[str, Any] = json.loads(done.stdout)
         return document
 
     def measure(self) -> tuple[int, int, int]:

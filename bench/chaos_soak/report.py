@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from .runner import Soak
 
 FD_SLACK: Final = 3
-"""Descriptors a plugin may hold at the end beyond its first settled count (a reconnect in
-flight, a status client) before it counts as a leak."""
+"""Descriptors a plugin may hold at the end beyond the fewest it held at a settle (a
+reconnect in flight, a status client) before it counts as a leak."""
 
 
 def violation(soak: Soak, when: str, view: KernelView) -> None:
@@ -44,14 +44,14 @@ def violation(soak: Soak, when: str, view: KernelView) -> None:
 
 
 def descriptor_growth(memory: list[tuple[int, int, int]]) -> list[str]:
-    """A leak of open descriptors in the plugin process that ran last: its count at the end
-    beyond its first settled count (plus :data:`FD_SLACK`)."""
+    """A leak of open descriptors: the plugin holds more at the end, with every pod gone,
+    than the fewest any of its processes held at a settle (plus :data:`FD_SLACK`). Every
+    process runs the same configuration, so a restart does not excuse a leak."""
     if not memory:
         return []
-    last_pid = memory[-1][0]
-    samples = [fds for pid, _, fds in memory if pid == last_pid]
-    if samples[-1] > samples[0] + FD_SLACK:
-        return [f"the plugin's open descriptors grew from {samples[0]} to {samples[-1]}"]
+    fewest, last = min(fds for _, _, fds in memory), memory[-1][2]
+    if last > fewest + FD_SLACK:
+        return [f"the plugin's open descriptors grew from {fewest} to {last}"]
     return []
 
 

@@ -167,7 +167,7 @@ class Soak:
         for name in sorted(self.model.pods):
             self.apply({"kind": "delete", "pod": name})
         self.settle()
-        found = invariants.empty_state(self.model, self.node.state())
+        found = invariants.empty_state(self.model, self.node.inspect())
         self.node.lab.cleanup()  # the pod cgroup parents a kubelet would remove
         leftovers = kernel.leftover_cgroups(self.uids, self.cids)
         found += [f"cgroup left behind: {path}" for path in leftovers]

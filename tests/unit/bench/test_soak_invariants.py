@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from chaos_soak.invariants import empty_state, exclusive_owners, placements, state_matches
 from chaos_soak.model import BEST_EFFORT, INTEGER, PINNED, SHARED
+from chaos_soak.report import descriptor_growth
 
 from cpuset_core import CPUSet
 from tests.unit.bench.soak_fixtures import FOUR, TWO, enforced, node_with, pod, running
@@ -102,3 +103,9 @@ def test_a_container_whose_cpuset_someone_else_wrote_is_no_owner_until_the_node_
     assert exclusive_owners(node, view) == []
     node.settled()
     assert len(exclusive_owners(node, view)) == 1
+
+
+def test_descriptors_held_at_the_end_beyond_the_fewest_seen_are_a_leak() -> None:
+    assert descriptor_growth([(1, 100, 8), (2, 100, 9), (2, 100, 11)]) == []
+    assert descriptor_growth([(1, 100, 8), (2, 100, 900), (2, 100, 901)]) == [
+        "the plugin's open descriptors grew from 8 to 901"]

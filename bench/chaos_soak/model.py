@@ -206,9 +206,12 @@ class Node:
             container.unmanaged = container.tampered = False
 
     def resynchronized(self) -> None:
-        """A Synchronize (the plugin or the runtime restarted) re-decides pins: a running pin
-        from a namespace no longer allowed goes to the shared pool (docs/operations.md,
-        config reload), and one allowed again is pinned again."""
+        """A Synchronize (the plugin or the runtime restarted) decides everything again:
+        a running pin from a namespace no longer allowed goes to the shared pool
+        (docs/operations.md, config reload), one allowed again is pinned again; integer
+        containers keep their CPUs in the order of their ids while a shared pool is left,
+        and the rest run shared (``cpuset_core.sync``: shared containers created while the
+        plugin was away must not run on exclusive CPUs)."""
         for pod in self.pods.values():
             if pod.annotation is None:
                 continue
@@ -217,3 +220,13 @@ class Node:
             kind = SHARED if pod.pin is None else PINNED
             for container in pod.containers.values():
                 container.kind = kind
+        integers = sorted((c for c in self.running() if c.cpus and c.kind != PINNED),
+                          key=lambda c: c.cid)
+        shared = self.shared_running() - sum(c.kind != INTEGER for c in integers)
+        for container in integers:
+            container.kind = SHARED  # decided below, in the rebuild's order
+        pins, kept = self.pins(), 0
+        for container in integers:
+            if not shared or self.pool_count(pins, kept + container.cpus) >= 1:
+                container.kind = INTEGER
+                kept += container.cpus

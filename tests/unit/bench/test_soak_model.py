@@ -106,3 +106,15 @@ def test_the_runtime_error_text_names_the_typed_refusal() -> None:
     assert reason_of(text) == INSUFFICIENT
     assert reason_of("context deadline exceeded") is None
     assert reason_of("nri-cpuset: default/io/a: shared CPU pool would be empty: x") == POOL_EMPTY
+
+
+def test_a_resynchronize_with_shared_containers_and_no_pool_runs_the_last_integer_shared() -> None:
+    node = node_with(TWO, pod("a", running(INTEGER, "i-a", 1, "0")),
+                     pod("b", running(INTEGER, "i-b", 1, "1")),
+                     pod("web", running(SHARED, "s")))
+    node.resynchronized()
+    assert node.pods["a"].containers["i-a"].kind == INTEGER
+    assert node.pods["b"].containers["i-b"].kind == SHARED
+    node.pods["web"].containers["s"].state = "stopped"
+    node.resynchronized()
+    assert node.pods["b"].containers["i-b"].kind == INTEGER

@@ -163,10 +163,12 @@ class Node:
         pins, exclusive = self.pins(), self.exclusive_count()
         free = self.free_count(pins, exclusive)
         pool_after = self.pool_count(pins, exclusive + grow)
-        # The CPUs are chosen first, the pool is checked on the result.
+        # The CPUs are chosen first, the pool is checked on the result; a pool a synchronize
+        # already left empty (shared containers created while the plugin was away, on a node
+        # without one) refuses nothing more.
         if grow > free:
             return refuse(INSUFFICIENT)
-        if pool_after < 1 and self.shared_running():
+        if pool_after < 1 <= self.pool_count(pins, exclusive) and self.shared_running():
             return refuse(POOL_EMPTY)
         return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
 
@@ -181,7 +183,9 @@ class Node:
         # The moves are planned first, the pool is checked on the result.
         if self.free_count(pins, staying) < moving:
             return refuse(REASSIGNMENT)
-        if self.pool_count(pins, staying + moving) < 1 and self.shared_running():
+        if (self.pool_count(pins, staying + moving) < 1
+                <= self.pool_count(self.pins(), self.exclusive_count())
+                and self.shared_running()):
             return refuse(POOL_EMPTY)
         if moving and self.free_count(pins, staying) - self.uncertain < moving:
             return maybe(REASSIGNMENT)

@@ -118,3 +118,11 @@ def test_a_resynchronize_with_shared_containers_and_no_pool_runs_the_last_intege
     node.pods["web"].containers["s"].state = "stopped"
     node.resynchronized()
     assert node.pods["b"].containers["i-b"].kind == INTEGER
+
+
+def test_a_pool_already_empty_refuses_no_pin_or_integer_container_for_that() -> None:
+    node = node_with(TWO, pod("a", running(PINNED, "p"), pin="0-1"),
+                     pod("web", running(SHARED, "s")))
+    assert node.predict_pinned(Pod(name="x", namespace="default", qos="Burstable",
+                                   annotation="1")).must_admit
+    assert node.predict_shared().reasons == {POOL_EMPTY}

@@ -84,6 +84,8 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
     pool = node.online - pins - exclusive
     if node.strict_reservation:
         pool -= node.reserved
+    if not pool:
+        return found  # nowhere valid to put them: a synchronize leaves them where they run
     for c in running:
         if c.kind in (SHARED, BEST_EFFORT) and c.cid in view:
             got = view[c.cid]
@@ -101,8 +103,10 @@ def state_matches(node: Node, view: KernelView, state: Mapping[str, Any]) -> lis
              for cid in sorted(set(running) - set(listed))]
     found += [f"inspect lists {cid[:12]} ({listed[cid].get('subject')}), which does not run"
               for cid in sorted(set(listed) - set(running))]
+    # A shared container the document shows on no CPU has none to go to (an empty pool,
+    # reported by the synchronize that found it): it is left where it runs.
     compared = [cid for cid in sorted(set(listed) & set(running))
-                if not running[cid].faulted and cid in view]
+                if not running[cid].faulted and cid in view and listed[cid]["cpus"] != ""]
     said = {cid: CPUSet.parse(str(listed[cid]["cpus"]), allow_empty=True) for cid in compared}
     found += [f"inspect says {_name(running[cid])} is on {said[cid]}, the kernel enforces "
               f"{view[cid].cpus}" for cid in compared if said[cid] != view[cid].cpus]

@@ -109,3 +109,13 @@ def test_descriptors_held_at_the_end_beyond_the_fewest_seen_are_a_leak() -> None
     assert descriptor_growth([(1, 100, 8), (2, 100, 9), (2, 100, 11)]) == []
     assert descriptor_growth([(1, 100, 8), (2, 100, 900), (2, 100, 901)]) == [
         "the plugin's open descriptors grew from 8 to 901"]
+
+
+def test_shared_containers_with_no_pool_to_go_to_are_left_where_they_run() -> None:
+    node = node_with(TWO, pod("io", running(PINNED, "p1"), pin="0-1"),
+                     pod("web", running(SHARED, "s1")))
+    view = {"p1": enforced("0-1"), "s1": enforced("0-1")}
+    assert placements(node, view, nodes_of, CPUSet([0])) == []
+    state = {"containers": [{"id": "p1", "cpus": "0-1"}, {"id": "s1", "cpus": ""}],
+             "shared_pool": ""}
+    assert state_matches(node, view, state) == []

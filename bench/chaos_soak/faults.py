@@ -95,7 +95,7 @@ def _kill_mid_burst(soak: Soak) -> bool:
 
 def _create_shared(soak: Soak, pod: Pod) -> Container | str:
     """Runs in a worker: CRI calls only; the model is updated by the caller."""
-    pod.uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"nri-cpuset-soak/{soak.seed}/{pod.name}"))
+    pod.uid = str(uuid.uuid4())  # per run: a rerun of a seed never meets an earlier run's cgroups
     soak.uids.add(pod.uid)
     annotations = {operations.KEY: pod.annotation} if pod.annotation is not None else {}
     pod.pod_id = soak.cri.run_pod(PodSpec(name=pod.name, uid=pod.uid, annotations=annotations,

@@ -59,7 +59,7 @@ def create(soak: Soak, op: Op) -> None:
     kind = op["type"]
     pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[kind],
               annotation=op.get("pins"), handler=op.get("handler", ""))
-    pod.uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"nri-cpuset-soak/{soak.seed}/{pod.name}"))
+    pod.uid = str(uuid.uuid4())  # per run: a rerun of a seed never meets an earlier run's cgroups
     annotations = {KEY: pod.annotation} if pod.annotation is not None else {}
     pod.pod_id = soak.cri.run_pod(PodSpec(
         name=pod.name, namespace=pod.namespace, uid=pod.uid, annotations=annotations,

@@ -93,6 +93,17 @@ def bench_dense(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def soak(session: nox.Session) -> None:
+    """A chaos soak on the real containerd: a seeded random walk of pods and faults (plugin
+    killed and stopped, containerd restarted, runc refusing updates, config reloads), checked
+    against the kernel's cgroup files (root; installs containerd first; ``-- --minutes 30
+    --seed N``, ``-- --runtime 2.x``, ``-- --replay FILE``; exits 1 on a violation)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/soak.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def proto(session: nox.Session) -> None:
     """Regenerate the protobuf modules (NRI, CRI) from their .proto files."""
     install_dev(session, extras="[proto]")

@@ -1,0 +1,135 @@
+"""The soak's invariants on a kernel view, pure: each check returns the violations it found as
+sentences naming the containers and the CPUs.
+
+Always (checked continuously while operations run): no CPU in the kernel cpusets of two
+exclusive owners (integer vs integer, integer vs pin). After settling: shared containers on
+exactly ``online − reserved − pins − exclusive``; every pin on exactly its annotation with the
+memory nodes of those CPUs; every integer container on exactly its N CPUs, outside reserved;
+the plugin's state document equal to the kernel. At the end: the plugin's state empty and its
+pool the whole of ``online − reserved``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import combinations
+from typing import Any
+
+from cpuset_core.cpuset import CPUSet
+
+from .kernel import KernelView
+from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Container, Node
+
+
+def _name(c: Container) -> str:
+    return f"{c.pod}/{c.name} ({c.kind}, {c.cid[:12]})"
+
+
+def exclusive_owners(node: Node, view: KernelView) -> list[str]:
+    """No CPU enforced for two exclusive owners. Containers created while the plugin was
+    away, or whose cpuset someone else wrote, are not owners until the node settles; one
+    whose runtime refuses updates may stay on a pin (a refused move, docs/operations.md) but
+    never on another integer container's CPUs."""
+    owners = [c for c in node.running() if c.kind in (INTEGER, PINNED) and not c.unmanaged
+              and not c.tampered and c.cid in view]
+    found = []
+    for a, b in combinations(owners, 2):
+        if a.kind == PINNED and b.kind == PINNED:
+            continue  # pins may overlap by design
+        if (a.faulted or b.faulted) and PINNED in (a.kind, b.kind):
+            continue
+        shared = view[a.cid].cpus & view[b.cid].cpus
+        if shared:
+            found.append(f"CPU(s) {shared} enforced for two exclusive owners: {_name(a)} on "
+                         f"{view[a.cid].cpus} and {_name(b)} on {view[b.cid].cpus}")
+    return found
+
+
+def kernel_agrees(node: Node, view: KernelView) -> list[str]:
+    """The cgroup and the process agree (cgroup v1 and v2 both apply a cpuset to its tasks)."""
+    return [f"{_name(c)}: cgroup cpus {view[c.cid].cpus} but its process may run on "
+            f"{view[c.cid].process_cpus}" for c in node.running()
+            if c.cid in view and view[c.cid].process_cpus
+            and view[c.cid].process_cpus != view[c.cid].cpus]
+
+
+def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet],
+               all_mems: CPUSet) -> list[str]:
+    """After settling: every running container exactly where the rules put it."""
+    found: list[str] = []
+    running = [c for c in node.running() if not c.faulted]
+    missing = [c for c in running if c.cid not in view]
+    found += [f"{_name(c)}: running, but no cgroup to read" for c in missing]
+    integers = [c for c in running if c.kind == INTEGER and c.cid in view]
+    pins = node.pins()
+    for c in integers:
+        cpus = view[c.cid].cpus
+        if len(cpus) != c.cpus:
+            found.append(f"{_name(c)}: asked {c.cpus} exclusive CPU(s), the kernel enforces "
+                         f"{cpus}")
+        if not cpus.isdisjoint(pins | node.reserved):
+            found.append(f"{_name(c)}: on {cpus}, which meets pins {pins} or reserved "
+                         f"{node.reserved}")
+    for c in running:
+        pod = node.pods[c.pod]
+        if c.kind == PINNED and c.cid in view and pod.pin is not None:
+            got = view[c.cid]
+            if got.cpus != pod.pin or got.mems != nodes_of(pod.pin):
+                found.append(f"{_name(c)}: pinned to {pod.pin} (mems "
+                             f"{nodes_of(pod.pin)}), the kernel enforces {got.cpus} (mems "
+                             f"{got.mems})")
+    if any(c.faulted and c.kind == INTEGER for c in node.running()):
+        return found  # where a refused integer container's CPUs went is not known
+    exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)
+    pool = node.online - pins - exclusive
+    if node.strict_reservation:
+        pool -= node.reserved
+    if not pool:
+        return found  # nowhere valid to put them: a synchronize leaves them where they run
+    for c in running:
+        if c.kind in (SHARED, BEST_EFFORT) and c.cid in view:
+            got = view[c.cid]
+            if got.cpus != pool or got.mems != all_mems:
+                found.append(f"{_name(c)}: shared, expected {pool} (mems {all_mems}), the "
+                             f"kernel enforces {got.cpus} (mems {got.mems})")
+    return found
+
+
+def state_matches(node: Node, view: KernelView, state: Mapping[str, Any]) -> list[str]:
+    """The plugin's state document (``inspect -o json``) says what the kernel enforces."""
+    listed = {str(c["id"]): c for c in state.get("containers", [])}
+    running = {c.cid: c for c in node.running()}
+    found = [f"inspect does not list running {_name(running[cid])}"
+             for cid in sorted(set(running) - set(listed))]
+    found += [f"inspect lists {cid[:12]} ({listed[cid].get('subject')}), which does not run"
+              for cid in sorted(set(listed) - set(running))]
+    # A shared container the document shows on no CPU has none to go to (an empty pool,
+    # reported by the synchronize that found it): it is left where it runs.
+    compared = [cid for cid in sorted(set(listed) & set(running))
+                if not running[cid].faulted and cid in view and listed[cid]["cpus"] != ""]
+    said = {cid: CPUSet.parse(str(listed[cid]["cpus"]), allow_empty=True) for cid in compared}
+    found += [f"inspect says {_name(running[cid])} is on {said[cid]}, the kernel enforces "
+              f"{view[cid].cpus}" for cid in compared if said[cid] != view[cid].cpus]
+    pools = {view[cid].cpus for cid in compared
+             if running[cid].kind in (SHARED, BEST_EFFORT) and not running[cid].unmanaged}
+    if len(pools) == 1 and (pool := pools.pop()).format() != state.get("shared_pool"):
+        found.append(f"inspect says the shared pool is {state.get('shared_pool')!r}, the "
+                     f"kernel runs every shared container on {pool}")
+    return found
+
+
+def empty_state(node: Node, state: Mapping[str, Any]) -> list[str]:
+    """At the end, every pod deleted: nothing held, the pool is ``online − reserved``."""
+    found = []
+    pool = node.online - node.reserved if node.strict_reservation else node.online
+    if state.get("containers"):
+        found.append(f"the plugin still holds {len(state['containers'])} container(s): "
+                     f"{[c.get('subject') for c in state['containers']]}")
+    found += [f"the plugin's {key} CPUs are not empty: {state[key]}"
+              for key in ("exclusive", "pinned") if state.get(key)]
+    if state.get("draining"):
+        found.append(f"CPUs still draining: {state['draining']}")
+    if state.get("shared_pool") != pool.format():
+        found.append(f"the plugin's shared pool is {state.get('shared_pool')!r}, expected "
+                     f"{pool.format()!r}")
+    return found

@@ -1,0 +1,236 @@
+"""Who should own what: a small model of the node, kept by the soak from what it asked and what
+the runtime answered, never from the plugin's own view, and the outcomes it allows.
+
+The rules are the plugin's documented ones (README, docs/operations.md), written again here:
+integer containers get N exclusive CPUs out of ``online − reserved − pins``; pinned pods get
+exactly their annotation; shared containers run on ``online − pins − exclusive`` (minus
+``reserved`` with a strict reservation), which must not be empty while one runs. CPUs given
+up since the node last settled may still be draining (the plugin keeps them from exclusive
+owners until its verifier sees them left), so a creation that fits only by counting them may
+be refused or admitted.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Final
+
+from cpuset_core.cpuset import EMPTY, CPUSet
+
+SHARED: Final = "shared"
+BEST_EFFORT: Final = "besteffort"
+INTEGER: Final = "integer"
+PINNED: Final = "pinned"
+
+INVALID_ANNOTATION: Final = "invalid-annotation"
+NAMESPACE: Final = "pin-namespace-not-allowed"
+UNAVAILABLE: Final = "cpu-unavailable"
+INSUFFICIENT: Final = "insufficient-cpus"
+REASSIGNMENT: Final = "insufficient-cpus-for-reassignment"
+POOL_EMPTY: Final = "shared-pool-exhausted"
+
+
+@dataclass(slots=True)
+class Container:
+    pod: str
+    name: str
+    kind: str
+    """``shared``, ``besteffort``, ``integer`` or ``pinned`` (any container of a pinned pod)."""
+    cpus: int = 0
+    """Exclusive CPUs asked (integer containers)."""
+    cid: str = ""
+    state: str = "running"
+    """``running``, ``stopped`` (stopped, not removed) or ``exited`` (an init container)."""
+    unmanaged: bool = False
+    """Created while the plugin was away: corrected by the next Synchronize, not before."""
+    tampered: bool = False
+    """Its cpuset was written behind the plugin's back (cgroupfs, CRI) since the node last
+    settled: it may be anywhere until the plugin puts it back."""
+    faulted: bool = False
+    """Its pod's runc refuses its updates now: it may stay off its placement."""
+    cgroups_path: str = ""
+    pid: int = 0
+    actual: CPUSet = EMPTY
+    """Its CPUs in the kernel when last read (integer containers: where the plugin put it)."""
+
+
+@dataclass(slots=True)
+class Pod:
+    name: str
+    namespace: str
+    qos: str
+    annotation: str | None = None
+    handler: str = ""
+    pod_id: str = ""
+    uid: str = ""
+    pin: CPUSet | None = None
+    """The CPUs its containers are pinned to, once admitted (None: not pinned)."""
+    containers: dict[str, Container] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """What the plugin may answer: ``must_admit``; else refusals with one of ``reasons``, and
+    an admission too when ``may_admit``."""
+
+    may_admit: bool
+    must_admit: bool
+    reasons: frozenset[str] = frozenset()
+
+    def allows(self, reason: str | None) -> bool:
+        """Whether an outcome (None: admitted, else the refusal's reason) is allowed."""
+        if reason is None:
+            return self.may_admit
+        return not self.must_admit and reason in self.reasons
+
+
+ADMIT: Final = Prediction(may_admit=True, must_admit=True)
+
+
+def refuse(*reasons: str) -> Prediction:
+    return Prediction(may_admit=False, must_admit=False, reasons=frozenset(reasons))
+
+
+def maybe(reason: str) -> Prediction:
+    return Prediction(may_admit=True, must_admit=False, reasons=frozenset([reason]))
+
+
+@dataclass(slots=True)
+class Node:
+    online: CPUSet
+    reserved: CPUSet = EMPTY
+    strict_reservation: bool = False
+    namespaces: tuple[str, ...] = ("*",)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    uncertain: int = 0
+    """CPUs given up since the node last settled (they may still be draining)."""
+
+    # -- what runs --------------------------------------------------------------------------
+
+    def running(self) -> list[Container]:
+        return [c for p in self.pods.values() for c in p.containers.values()
+                if c.state == "running"]
+
+    def of_kind(self, *kinds: str) -> list[Container]:
+        return [c for c in self.running() if c.kind in kinds]
+
+    def pins(self) -> CPUSet:
+        """The CPUs pinned by pods with a running container."""
+        return CPUSet.union_of(p.pin for p in self.pods.values() if p.pin is not None
+                               and any(c.state == "running" for c in p.containers.values()))
+
+    def exclusive_count(self) -> int:
+        return sum(c.cpus for c in self.of_kind(INTEGER))
+
+    def pool_count(self, pins: CPUSet, exclusive: int) -> int:
+        base = self.online - pins
+        if self.strict_reservation:
+            base -= self.reserved
+        return len(base) - exclusive
+
+    def free_count(self, pins: CPUSet, exclusive: int) -> int:
+        return len(self.online - pins - self.reserved) - exclusive
+
+    def shared_running(self) -> int:
+        return len(self.of_kind(SHARED, BEST_EFFORT))
+
+    def allowed(self, namespace: str) -> bool:
+        return any(fnmatch.fnmatchcase(namespace, pattern) for pattern in self.namespaces)
+
+    # -- what the plugin may answer ---------------------------------------------------------
+
+    def pin_refusals(self, pod: Pod) -> tuple[CPUSet | None, set[str]]:
+        """The pod's pin and why it must be refused (empty: it may be pinned)."""
+        reasons: set[str] = set()
+        if not self.allowed(pod.namespace):
+            reasons.add(NAMESPACE)
+        try:
+            wanted = CPUSet.parse(pod.annotation or "")
+        except ValueError:
+            return None, reasons | {INVALID_ANNOTATION}
+        if not wanted.issubset(self.online):
+            reasons.add(UNAVAILABLE)
+        return wanted, reasons
+
+    def predict_shared(self) -> Prediction:
+        if self.pool_count(self.pins(), self.exclusive_count()) >= 1:
+            return ADMIT
+        return refuse(POOL_EMPTY)
+
+    def predict_integer(self, grow: int) -> Prediction:
+        """An integer container of ``grow`` CPUs arriving (or one growing by that many)."""
+        pins, exclusive = self.pins(), self.exclusive_count()
+        free = self.free_count(pins, exclusive)
+        pool_after = self.pool_count(pins, exclusive + grow)
+        # The CPUs are chosen first, the pool is checked on the result; a pool a synchronize
+        # already left empty (shared containers created while the plugin was away, on a node
+        # without one) refuses nothing more.
+        if grow > free:
+            return refuse(INSUFFICIENT)
+        if pool_after < 1 <= self.pool_count(pins, exclusive) and self.shared_running():
+            return refuse(POOL_EMPTY)
+        return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
+
+    def predict_pinned(self, pod: Pod) -> Prediction:
+        pin, reasons = self.pin_refusals(pod)
+        if reasons or pin is None:
+            return refuse(*reasons)
+        pins = self.pins() | pin
+        moved = [c for c in self.of_kind(INTEGER) if not c.actual.isdisjoint(pin)]
+        moving = sum(c.cpus for c in moved)
+        staying = self.exclusive_count() - moving
+        # The moves are planned first, the pool is checked on the result.
+        if self.free_count(pins, staying) < moving:
+            return refuse(REASSIGNMENT)
+        if (self.pool_count(pins, staying + moving) < 1
+                <= self.pool_count(self.pins(), self.exclusive_count())
+                and self.shared_running()):
+            return refuse(POOL_EMPTY)
+        if moving and self.free_count(pins, staying) - self.uncertain < moving:
+            return maybe(REASSIGNMENT)
+        return ADMIT
+
+    # -- what happened -----------------------------------------------------------------------
+
+    def release(self, container: Container, state: str) -> None:
+        """``container`` stopped, exited or went away: what it held may drain."""
+        if container.state == "running":
+            pod = self.pods[container.pod]
+            self.uncertain += container.cpus
+            alone = all(c is container or c.state != "running"
+                        for c in pod.containers.values())
+            if pod.pin is not None and alone:
+                self.uncertain += len(pod.pin)
+        container.state = state
+
+    def settled(self) -> None:
+        self.uncertain = 0
+        for container in self.running():
+            container.unmanaged = container.tampered = False
+
+    def resynchronized(self) -> None:
+        """A Synchronize (the plugin or the runtime restarted) decides everything again:
+        a running pin from a namespace no longer allowed goes to the shared pool
+        (docs/operations.md, config reload), one allowed again is pinned again; integer
+        containers keep their CPUs in the order of their ids while a shared pool is left,
+        and the rest run shared (``cpuset_core.sync``: shared containers created while the
+        plugin was away must not run on exclusive CPUs)."""
+        for pod in self.pods.values():
+            if pod.annotation is None:
+                continue
+            pin, reasons = self.pin_refusals(pod)
+            pod.pin = None if reasons else pin
+            kind = SHARED if pod.pin is None else PINNED
+            for container in pod.containers.values():
+                container.kind = kind
+        integers = sorted((c for c in self.running() if c.cpus and c.kind != PINNED),
+                          key=lambda c: c.cid)
+        shared = self.shared_running() - sum(c.kind != INTEGER for c in integers)
+        for container in integers:
+            container.kind = SHARED  # decided below, in the rebuild's order
+        pins, kept = self.pins(), 0
+        for container in integers:
+            if not shared or self.pool_count(pins, kept + container.cpus) >= 1:
+                container.kind = INTEGER
+                kept += container.cpus

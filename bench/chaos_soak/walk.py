@@ -1,0 +1,226 @@
+"""The seeded random walk: which operations and faults come next, weighted like a busy node
+(creations and deletions most, resizes, stops and out-of-band writes less, faults now and
+then), bounded by the node's capacity: what the model says fits is asked most of the time,
+and what does not fit, bad annotations and pins on offline CPUs now and then, on purpose."""
+
+from __future__ import annotations
+
+import random
+from typing import Final
+
+from cpuset_core.cpuset import CPUSet
+
+from .history import Op
+from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Node
+
+MAX_PODS: Final = 10
+WEIGHTS: Final = {
+    "create-shared": 22, "create-besteffort": 6, "create-integer": 12, "create-pinned": 10,
+    "create-bad-pin": 4, "create-with-init": 4, "create-with-sidecar": 4,
+    "delete": 22, "stop": 5, "resize": 6, "cri-cpuset": 4, "oob-write": 4,
+    "burst": 4, "plugin-kill": 2, "plugin-kill-mid-burst": 1.5, "plugin-sigstop": 1.5,
+    "containerd-restart": 1, "runc-refuse": 2.5, "narrow-pins": 1, "status-hammer": 2,
+}
+"""Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
+BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")
+NAMESPACES: Final = ("default", "storage")
+
+
+class Walk:
+    """Draws steps from ``seed``; the model (kept by the runner) bounds them."""
+
+    def __init__(self, seed: int, node: Node) -> None:
+        self.rng = random.Random(seed)
+        self.node = node
+        self.pods_made = 0
+        self.refusing: dict[str, int] = {}
+        """pod/container → steps left while its runc refuses updates."""
+
+    def step(self) -> list[Op]:
+        ops: list[Op] = []
+        for key in list(self.refusing):  # faults end by themselves, a few steps on
+            self.refusing[key] -= 1
+            if self.refusing[key] <= 0:
+                del self.refusing[key]
+                pod, name = key.split("/")
+                ops.append({"kind": "runc-allow", "pod": pod, "container": name})
+        for _ in range(self.rng.choice((1, 1, 2, 3, 4))):
+            op = self._one()
+            if isinstance(op, list):
+                ops.extend(op)
+            elif op is not None:
+                ops.append(op)
+        return ops
+
+    def _one(self) -> Op | list[Op] | None:
+        kinds = list(WEIGHTS)
+        kind = self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
+        return getattr(self, "_" + kind.replace("-", "_"))()  # type: ignore[no-any-return]
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _pod_name(self) -> str | None:
+        if len(self.node.pods) >= MAX_PODS:
+            return None
+        self.pods_made += 1
+        return f"p{self.pods_made}"
+
+    def _fitting_integer(self) -> int:
+        """Exclusive CPUs to ask: what fits mostly, one more than fits now and then."""
+        free = self.node.free_count(self.node.pins(), self.node.exclusive_count())
+        if self.node.shared_running():
+            free = min(free, self.node.pool_count(self.node.pins(),
+                                                  self.node.exclusive_count()) - 1)
+        draw = self.rng.random()
+        if free >= 1 and draw < 0.6:
+            return self.rng.randint(1, free)
+        if free >= 1 and draw < 0.85:
+            return free  # the boundary: exactly what fits
+        return max(1, free + 1)
+
+    def _handler(self) -> str:
+        return "runc-faulty" if self.rng.random() < 0.3 else ""
+
+    def _create(self, kind: str, **extra: object) -> Op | None:
+        pod = self._pod_name()
+        if pod is None:
+            return None
+        return {"kind": "create", "pod": pod, "type": kind, "handler": self._handler(),
+                "namespace": "default", **extra}
+
+    def _running(self, *kinds: str) -> list[tuple[str, str]]:
+        return sorted((c.pod, c.name) for c in self.node.running() if c.kind in kinds
+                      and not c.unmanaged)
+
+    # -- the kinds ----------------------------------------------------------------------------
+
+    def _create_shared(self) -> Op | None:
+        return self._create(SHARED) if self._pool_or_sometimes() else self._delete()
+
+    def _create_besteffort(self) -> Op | None:
+        return self._create(BEST_EFFORT) if self._pool_or_sometimes() else self._delete()
+
+    def _pool_or_sometimes(self) -> bool:
+        """A shared pod on a node with no shared CPU left now and then (it must be refused);
+        mostly, make room first."""
+        return self.node.predict_shared().may_admit or self.rng.random() < 0.3
+
+    def _create_integer(self) -> Op | None:
+        return self._create(INTEGER, cpus=self._fitting_integer())
+
+    def _create_pinned(self) -> Op | None:
+        online = sorted(self.node.online)
+        first = self.rng.choice(online)
+        last = self.rng.choice([c for c in online if c >= first])
+        pin = CPUSet.range(first, last) if self.rng.random() < 0.8 else CPUSet([first])
+        return self._create(PINNED, pins=pin.format(), namespace=self.rng.choice(NAMESPACES))
+
+    def _create_bad_pin(self) -> Op | None:
+        return self._create(PINNED, pins=self.rng.choice(BAD_PINS),
+                            namespace=self.rng.choice(NAMESPACES))
+
+    def _create_with_init(self) -> Op | None:
+        return self._create(INTEGER, cpus=1, init=True)
+
+    def _create_with_sidecar(self) -> Op | None:
+        kind = INTEGER if self.rng.random() < 0.5 else SHARED
+        return self._create(kind, cpus=1, sidecar=True)
+
+    def _delete(self) -> Op | None:
+        if not self.node.pods:
+            return None
+        return {"kind": "delete", "pod": self.rng.choice(sorted(self.node.pods))}
+
+    def _stop(self) -> Op | None:
+        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED)
+        if not choices:
+            return None
+        pod, name = self.rng.choice(choices)
+        return {"kind": "stop", "pod": pod, "container": name}
+
+    def _resize(self) -> Op | None:
+        choices = self._running(INTEGER)
+        if not choices:
+            return None
+        pod, name = self.rng.choice(choices)
+        current = self.node.pods[pod].containers[name].cpus
+        grow = self._fitting_integer()
+        cpus = self.rng.choice([max(1, current - 1), current + grow])
+        return {"kind": "resize", "pod": pod, "container": name, "cpus": cpus}
+
+    def _cri_cpuset(self) -> Op | None:
+        choices = self._running(SHARED, BEST_EFFORT)
+        if not choices:
+            return None
+        pod, name = self.rng.choice(choices)
+        return {"kind": "cri-cpuset", "pod": pod, "container": name,
+                "cpus": str(self.rng.choice(sorted(self.node.online)))}
+
+    def _oob_write(self) -> Op | None:
+        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED)
+        if not choices:
+            return None
+        pod, name = self.rng.choice(choices)
+        return {"kind": "oob-write", "pod": pod, "container": name,
+                "cpus": self.node.online.format()
+                if self.node.pods[pod].containers[name].kind == INTEGER
+                else str(self.rng.choice(sorted(self.node.online)))}
+
+    def _burst(self) -> Op | None:
+        pods = self._burst_pods()
+        op: Op = {"kind": "burst", "pods": pods, "kill_at": -1}
+        # A pin mid-burst, when its outcome does not depend on the burst's order: shared
+        # containers already run and no integer container would have to move.
+        if (pods and self.node.shared_running() and not self.node.of_kind(INTEGER)
+                and self.rng.random() < 0.5):
+            op.update(pin=str(self.node.online.last()), pin_at=self.rng.randrange(len(pods)))
+        return op
+
+    def _burst_pods(self) -> list[str]:
+        names = [self._pod_name() for _ in range(self.rng.randint(3, 6))]
+        return [n for n in names if n is not None]
+
+    def _plugin_kill(self) -> Op | None:
+        return {"kind": "plugin-kill"}
+
+    def _plugin_kill_mid_burst(self) -> Op | None:
+        pods = self._burst_pods()
+        return {"kind": "burst", "pods": pods, "kill_at": self.rng.randint(0, len(pods))}
+
+    def _plugin_sigstop(self) -> Op | None:
+        return {"kind": "plugin-sigstop", "pod": self._pod_name()}
+
+    def _containerd_restart(self) -> Op | None:
+        return {"kind": "containerd-restart"}
+
+    def _runc_refuse(self) -> list[Op] | None:
+        """runc refuses a container's updates for a few steps; an integer container's is
+        then asked to give CPUs up (a shrink, or a pin arriving on its CPUs and leaving),
+        and another integer container asks for CPUs: the refused release must not be
+        handed out while the kernel still shows the container there."""
+        choices = [c for c in self.node.running()
+                   if self.node.pods[c.pod].handler and not c.faulted and not c.unmanaged
+                   and c.kind in (SHARED, BEST_EFFORT, INTEGER)]
+        if not choices:
+            return None
+        chosen = self.rng.choice(sorted(choices, key=lambda c: (c.pod, c.name)))
+        self.refusing[f"{chosen.pod}/{chosen.name}"] = self.rng.randint(1, 3)
+        ops: list[Op] = [{"kind": "runc-refuse", "pod": chosen.pod, "container": chosen.name}]
+        if chosen.kind != INTEGER or self.rng.random() < 0.3:
+            return ops
+        if chosen.cpus > 1:
+            ops.append({"kind": "resize", "pod": chosen.pod, "container": chosen.name,
+                        "cpus": chosen.cpus - 1})
+        elif (pin := self._create(PINNED, pins=chosen.actual.format() or "0",
+                                  namespace="storage")) is not None:
+            ops += [pin, {"kind": "delete", "pod": pin["pod"]}]
+        if (taker := self._create(INTEGER, cpus=1)) is not None:
+            ops.append(taker)
+        return ops
+
+    def _narrow_pins(self) -> Op | None:
+        narrow = self.node.namespaces == ("*",)
+        return {"kind": "pin-namespaces", "namespaces": ["storage"] if narrow else ["*"]}
+
+    def _status_hammer(self) -> Op | None:
+        return {"kind": "status-hammer", "seconds": self.rng.choice((2, 4))}

@@ -1,0 +1,128 @@
+"""The soak's model of the node (``bench/chaos_soak/model.py``): which outcomes of a creation
+or a resize it allows, on hand-worked nodes, and what draining and a resynchronize change."""
+
+from __future__ import annotations
+
+from chaos_soak.model import (
+    INSUFFICIENT,
+    INTEGER,
+    INVALID_ANNOTATION,
+    NAMESPACE,
+    PINNED,
+    POOL_EMPTY,
+    REASSIGNMENT,
+    SHARED,
+    UNAVAILABLE,
+    Pod,
+)
+from chaos_soak.operations import reason_of
+
+from cpuset_core import CPUSet
+from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
+
+
+def test_an_integer_container_that_fits_must_be_admitted() -> None:
+    node = node_with(TWO, pod("web", running(SHARED, "a")))
+    prediction = node.predict_integer(1)
+    assert prediction.must_admit
+    assert not prediction.allows(INSUFFICIENT)
+
+
+def test_an_integer_container_taking_the_last_shared_cpu_must_be_refused() -> None:
+    node = node_with(TWO, pod("web", running(SHARED, "a")))
+    prediction = node.predict_integer(2)
+    assert not prediction.allows(None)
+    assert prediction.allows(POOL_EMPTY)
+
+
+def test_without_shared_containers_an_integer_container_may_take_every_cpu() -> None:
+    assert node_with(TWO).predict_integer(2).must_admit
+
+
+def test_more_cpus_than_are_free_are_refused_as_insufficient() -> None:
+    node = node_with(FOUR, pod("db", running(INTEGER, "a", 3, "0-2")))
+    prediction = node.predict_integer(2)
+    assert prediction.allows(INSUFFICIENT)
+    assert not prediction.allows(None)
+
+
+def test_cpus_given_up_since_the_last_settle_may_be_refused_while_they_drain() -> None:
+    db = pod("db", running(INTEGER, "a", 1, "0"))
+    node = node_with(TWO, db)
+    node.release(db.containers["a"], "stopped")
+    prediction = node.predict_integer(2)
+    assert prediction.allows(None)
+    assert prediction.allows(INSUFFICIENT)
+    node.settled()
+    assert node.predict_integer(2).must_admit
+
+
+def test_a_pin_over_an_integer_container_needs_room_to_move_it() -> None:
+    node = node_with(TWO, pod("db", running(INTEGER, "a", 1, "1")))
+    fits = Pod(name="io", namespace="default", qos="Burstable", annotation="1")
+    assert node.predict_pinned(fits).must_admit
+    whole = Pod(name="io", namespace="default", qos="Burstable", annotation="0-1")
+    prediction = node.predict_pinned(whole)
+    assert prediction.allows(REASSIGNMENT)
+    assert not prediction.allows(None)
+
+
+def test_a_pin_that_would_empty_the_shared_pool_is_refused() -> None:
+    node = node_with(TWO, pod("web", running(SHARED, "a")))
+    prediction = node.predict_pinned(Pod(name="io", namespace="default", qos="Burstable",
+                                         annotation="0-1"))
+    assert prediction.allows(POOL_EMPTY)
+    assert not prediction.allows(None)
+
+
+def test_bad_pins_are_refused_with_their_reason() -> None:
+    node = node_with(TWO)
+    for annotation, reason in (("0,,1", INVALID_ANNOTATION), ("64", UNAVAILABLE)):
+        prediction = node.predict_pinned(Pod(name="x", namespace="default", qos="Burstable",
+                                             annotation=annotation))
+        assert prediction.reasons == {reason}
+        assert not prediction.allows(None)
+
+
+def test_a_narrowed_allowlist_refuses_new_pins_and_a_resynchronize_unpins_running_ones() -> None:
+    pinned = pod("io", running(PINNED, "a"), pin="1")
+    node = node_with(TWO, pinned)
+    node.namespaces = ("storage",)
+    other = Pod(name="x", namespace="default", qos="Burstable", annotation="0")
+    assert node.predict_pinned(other).reasons == {NAMESPACE}
+    assert node.pins() == CPUSet([1])  # running pins keep their CPUs until a synchronize
+    node.resynchronized()
+    assert pinned.pin is None
+    assert pinned.containers["a"].kind == SHARED
+    node.namespaces = ("*",)
+    node.resynchronized()
+    assert pinned.pin == CPUSet([1])
+    assert pinned.containers["a"].kind == PINNED
+
+
+def test_the_runtime_error_text_names_the_typed_refusal() -> None:
+    text = ("rpc error: failed to get NRI adjustment: nri-cpuset: default/db/app: needs 2 "
+            "exclusive CPU(s) but only 1 are free (online minus pinned, exclusive and reserved)")
+    assert reason_of(text) == INSUFFICIENT
+    assert reason_of("context deadline exceeded") is None
+    assert reason_of("nri-cpuset: default/io/a: shared CPU pool would be empty: x") == POOL_EMPTY
+
+
+def test_a_resynchronize_with_shared_containers_and_no_pool_runs_the_last_integer_shared() -> None:
+    node = node_with(TWO, pod("a", running(INTEGER, "i-a", 1, "0")),
+                     pod("b", running(INTEGER, "i-b", 1, "1")),
+                     pod("web", running(SHARED, "s")))
+    node.resynchronized()
+    assert node.pods["a"].containers["i-a"].kind == INTEGER
+    assert node.pods["b"].containers["i-b"].kind == SHARED
+    node.pods["web"].containers["s"].state = "stopped"
+    node.resynchronized()
+    assert node.pods["b"].containers["i-b"].kind == INTEGER
+
+
+def test_a_pool_already_empty_refuses_no_pin_or_integer_container_for_that() -> None:
+    node = node_with(TWO, pod("a", running(PINNED, "p"), pin="0-1"),
+                     pod("web", running(SHARED, "s")))
+    assert node.predict_pinned(Pod(name="x", namespace="default", qos="Burstable",
+                                   annotation="1")).must_admit
+    assert node.predict_shared().reasons == {POOL_EMPTY}

@@ -39,6 +39,7 @@ runc updating the scope through systemd, which is slow under emulation."""
 class Placed:
     pods: Pods
     pin: CPUSet
+    io_pod: str
     io: str
     """A Burstable pod's container pinned to ``pin``."""
     db: str
@@ -59,7 +60,7 @@ def placed(guest: Guest) -> Iterator[Placed]:
                                                                          (db, db_pod))}
     wait_consistent(guest)
     try:
-        yield Placed(pods=mine, pin=pin, io=io, db=db, uids=uids)
+        yield Placed(pods=mine, pin=pin, io_pod=io_pod, io=io, db=db, uids=uids)
     finally:
         mine.remove_all()
 
@@ -151,3 +152,29 @@ def test_a_shared_container_created_while_the_plugin_was_down_is_moved_off_the_p
         out.write(f"plugin restarted and synchronized after {time.monotonic() - started:.1f} s\n")
     wait_right(guest, "the restarted plugin to move the late shared container", late)
     assert kernel.placement(guest.cri, late).cpus.isdisjoint(placed.pin)
+
+
+def shared_on(guest: Guest, cpus: CPUSet) -> list[str]:
+    """Shared containers the kernel lets run on any of ``cpus``."""
+    return [f"{entry['subject']}: {kernel.placement(guest.cri, entry['id']).cpus}"
+            for entry in guest.state()["containers"]
+            if entry["kind"] == "shared"
+            and not kernel.placement(guest.cri, entry["id"]).cpus.isdisjoint(cpus)]
+
+
+def test_a_daemon_reload_while_the_runtimes_record_catches_up_leaves_every_placement_right(
+        guest: Guest, placed: Placed) -> None:
+    """The kernel fast path (docs/decisions.md, 29) writes the shared containers' scopes before
+    a pin's answer and after a pin leaves; their units' ``AllowedCPUs`` follow later, through
+    the runtime. A ``daemon-reload`` in between re-applies the stale ``AllowedCPUs``: the
+    verifier must put the kernel back, and the record must catch up."""
+    guest.cri.stop_pod(placed.io_pod)
+    guest.cri.remove_pod(placed.io_pod)
+    units.systemctl("daemon-reload")  # the pool's growth is in the kernel, not yet in the units
+    wait_right(guest, "the pool back after the pin left, through a daemon-reload")
+    again = placed.pods.pinned("io-again", placed.pin.format())
+    # Checked before anything else runs: the shrink was the kernel's, before the start returned.
+    assert not shared_on(guest, placed.pin), shared_on(guest, placed.pin)
+    units.systemctl("daemon-reload")  # the shrink is in the kernel, not yet in the units
+    wait_right(guest, "a pin arriving again, through a daemon-reload", again)
+    assert not shared_on(guest, placed.pin), shared_on(guest, placed.pin)

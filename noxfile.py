@@ -1,7 +1,7 @@
 """Developer and CI sessions: ``nox -l`` lists them.
 
 ``scripts/test`` (the README's test command, run by ``.ci/run``) runs lint, typecheck, tests,
-dist and e2e.
+dist, e2e (containerd 1.7) and e2e-2x (containerd 2.x).
 """
 
 from __future__ import annotations
@@ -99,13 +99,26 @@ def proto(session: nox.Session) -> None:
     session.run("python", "tools/genproto.py", *session.posargs)
 
 
-@nox.session(python=PYTHON)
-def e2e(session: nox.Session) -> None:
-    """Against a real containerd 1.7.24 with NRI (needs root; installs containerd first)."""
-    session.run("bash", "scripts/install-containerd", external=True)
+def run_e2e(session: nox.Session, runtime: str) -> None:
+    """The e2e suite against the lab's containerd ``runtime`` (cpuset_lab.containerd_install
+    .RUNTIMES), which is installed first; tests whose expectations differ ask ``lab.runtime``."""
+    session.run("bash", "scripts/install-containerd", "--runtime", runtime, external=True)
     install_dev(session, extras="[test]")
     session.run("pytest", "tests/e2e", "-p", "no:cacheprovider", *session.posargs,
-                env={"NRI_CPUSET_E2E_REQUIRED": "1"})
+                env={"NRI_CPUSET_E2E_REQUIRED": "1", "NRI_CPUSET_RUNTIME": runtime})
+
+
+@nox.session(python=PYTHON)
+def e2e(session: nox.Session) -> None:
+    """Against a real containerd 1.7.24 with NRI v0.6.1 (needs root; installs it first)."""
+    run_e2e(session, "1.7")
+
+
+@nox.session(name="e2e-2x", python=PYTHON)
+def e2e_2x(session: nox.Session) -> None:
+    """The same suite against a real containerd 2.1.x with NRI v0.12 (needs root; installs it
+    first)."""
+    run_e2e(session, "2.x")
 
 
 @nox.session(name="bench-quality", python=PYTHON)

@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--keep-load-balance", action="store_true",
                         help="the writer leaves cpuset.sched_load_balance at 1 in the container "
-                        "cgroups (as before decision 30: each v1 write to a balanced cpuset "
+                        "cgroups (as before decision 31: each v1 write to a balanced cpuset "
                         "rebuilds the scheduler domains, walking every cpuset and task)")
     parser.add_argument("--parent-no-load-balance", action="store_true",
                         help="also set the containers' parent cgroup's flag to 0 (by default "

@@ -17,7 +17,7 @@ domains, walking every cpuset and its tasks, so N writes cost O(N²) (82 µs per
 containers, 19 µs with the flag at 0; ``bench/kernel_writes.py``). Only while the root cpuset
 balances: the kernel then builds one domain over every CPU whatever the flag below says
 (Documentation/admin-guide/cgroup-v1/cpusets.rst, 1.7), so clearing it changes no scheduling.
-v2 has no such file (it rebuilds domains only for partition roots). Decision 30.
+v2 has no such file (it rebuilds domains only for partition roots). Decision 31.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A private, NRI-enabled containerd for e2e tests and the real-runtime demo.
 
-``LabContainerd(workdir)`` runs the containerd that ``scripts/install-containerd`` unpacked (1.7.24,
-from Debian trixie) with everything under ``workdir``: config, root, state, the CRI socket, the
+``LabContainerd(workdir)`` runs a containerd that ``scripts/install-containerd`` unpacked (1.7.24
+from Debian trixie, or 2.1.x from forky: the installation's, else ``$NRI_CPUSET_RUNTIME``'s,
+else 1.7) with everything under ``workdir``: config, root, state, the CRI socket, the
 NRI socket, runc's state and the log. It never touches a system containerd. The CRI sandbox
 ("pause") image is the lab's own busybox image (``image.py``), imported with ``ctr``, so nothing
 is ever pulled. Pods must use host networking (no CNI is configured).
@@ -39,7 +40,14 @@ from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.results import RuntimeVersion
 from cpuset_lab.containerd_cleanup import reap_leftovers, remove_pod_cgroups
 from cpuset_lab.containerd_config import ContainerdConfig
-from cpuset_lab.containerd_install import K8S_NAMESPACE, Installation, LabError, find_installation
+from cpuset_lab.containerd_install import (
+    K8S_NAMESPACE,
+    Installation,
+    LabError,
+    Runtime,
+    find_installation,
+    runtime_named,
+)
 from cpuset_lab.faulty_runc import UpdateFaults
 from cpuset_lab.image import IMAGE_NAME, build_image_archive
 from cpuset_lab.kubelet import KubeletClient
@@ -71,7 +79,8 @@ class LabContainerd:
                                     if nri_plugin_config_path is not None
                                     else self.workdir / "nri" / "conf.d"),
             registration_timeout=registration_timeout, request_timeout=request_timeout,
-            nri_enabled=nri_enabled, image=image)
+            nri_enabled=nri_enabled, image=image,
+            runtime=installation.runtime if installation is not None else runtime_named())
         self.start_timeout = start_timeout
         self.update_faults = UpdateFaults(self.config.update_faults)
         """Which containers' live updates fail (pods run with ``faulty_runc.HANDLER``)."""
@@ -79,6 +88,12 @@ class LabContainerd:
         self._client: KubeletClient | None = None
 
     # -- what callers use most of the configuration --
+
+    @property
+    def runtime(self) -> Runtime:
+        """Which containerd this is (``runtime.name`` is ``"1.7"`` or ``"2.x"``): what tests
+        ask for behaviour that differs between them."""
+        return self.config.runtime
 
     @property
     def image(self) -> str:
@@ -105,7 +120,7 @@ class LabContainerd:
 
     def _installation(self) -> Installation:
         if self.installation is None:
-            self.installation = find_installation()
+            self.installation = find_installation(runtime=self.runtime.name)
         return self.installation
 
     def start(self) -> RuntimeVersion:

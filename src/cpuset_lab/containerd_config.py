@@ -1,5 +1,6 @@
-"""The lab containerd's configuration: every path under its workdir and the config file (version
-2, as containerd 1.7.x reads it) that confines it there with NRI enabled."""
+"""The lab containerd's configuration: every path under its workdir and the config file that
+confines it there with NRI enabled (version 2 for containerd 1.7, version 3 for 2.x, whose CRI
+keys live in other sections)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from cpuset_lab import faulty_runc
-from cpuset_lab.containerd_install import RUNC, LabError
+from cpuset_lab.containerd_install import RUNC, LabError, Runtime
 
 #: sun_path is 108 bytes including the terminating NUL (the ttrpc socket adds ".ttrpc").
 _MAX_SOCKET_PATH: Final = 107 - len(".ttrpc")
@@ -17,7 +18,6 @@ _MAX_SOCKET_PATH: Final = 107 - len(".ttrpc")
 def _toml_str(value: str | Path) -> str:
     text = str(value)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +31,8 @@ class ContainerdConfig:
     request_timeout: str
     nri_enabled: bool
     image: str
+    runtime: Runtime
+    """Which containerd reads the file (its format follows)."""
 
     @property
     def config_path(self) -> Path:
@@ -81,14 +83,14 @@ class ContainerdConfig:
     # -- the file --
 
     def text(self) -> str:
-        """The containerd config (version 2, as 1.7.x reads it)."""
-        cni = self.workdir / "cni"
-        cri = 'plugins."io.containerd.grpc.v1.cri"'
-        runc = f"{cri}.containerd.runtimes.runc"
-        faulty = f"{cri}.containerd.runtimes.{faulty_runc.HANDLER}"
+        """The containerd config, in the format of ``runtime``."""
+        cri = (self._cri_v2() if self.runtime.config_version == 2 else self._cri_v3())
+        return "\n".join([*self._common(), *cri, ""])
+
+    def _common(self) -> list[str]:
         q = _toml_str
-        return "\n".join([
-            "version = 2",
+        return [
+            f"version = {self.runtime.config_version}",
             f"root = {q(self.root)}",
             f"state = {q(self.state)}",
             # Snapshotters that cannot work here only add start-up noise.
@@ -109,6 +111,7 @@ class ContainerdConfig:
             '[plugins."io.containerd.internal.v1.opt"]',
             f"  path = {q(self.workdir / 'opt')}",
             "",
+            # The same section and keys in 1.7 and 2.x.
             '[plugins."io.containerd.nri.v1.nri"]',
             f"  disable = {'false' if self.nri_enabled else 'true'}",
             f"  socket_path = {q(self.nri_socket)}",
@@ -117,24 +120,70 @@ class ContainerdConfig:
             f"  plugin_registration_timeout = {q(self.registration_timeout)}",
             f"  plugin_request_timeout = {q(self.request_timeout)}",
             "",
+        ]
+
+    def _cri_v2(self) -> list[str]:
+        """containerd 1.7: everything CRI in ``io.containerd.grpc.v1.cri``."""
+        cri = 'plugins."io.containerd.grpc.v1.cri"'
+        q = _toml_str
+        return [
             f"[{cri}]",
             f"  sandbox_image = {q(self.image)}",
-            # The VMs lack CAP_SYS_RESOURCE in the effective set: without this runc cannot
-            # lower oom_score_adj and every sandbox fails ("can't get final child's PID").
-            "  restrict_oom_score_adj = true",
+            *self._cri_runtime_keys(),
             '  stream_server_address = "127.0.0.1"',
             '  stream_server_port = "0"',
-            "  enable_cdi = false",
             f"[{cri}.cni]",
-            f"  bin_dir = {q(cni / 'bin')}",
-            f"  conf_dir = {q(cni / 'conf')}",
+            f"  bin_dir = {q(self.workdir / 'cni' / 'bin')}",
+            f"  conf_dir = {q(self.workdir / 'cni' / 'conf')}",
             f"[{cri}.containerd]",
             '  snapshotter = "overlayfs"',
             '  default_runtime_name = "runc"',
+            *self._runtimes(f"{cri}.containerd.runtimes"),
+        ]
+
+    def _cri_v3(self) -> list[str]:
+        """containerd 2.x: images (the pinned sandbox image, the snapshotter) and runtime
+        (handlers, CNI, OCI spec knobs) are plugins of their own; the gRPC service keeps only
+        streaming (placement as ``containerd config default`` of 2.1 prints it)."""
+        images = 'plugins."io.containerd.cri.v1.images"'
+        runtime = 'plugins."io.containerd.cri.v1.runtime"'
+        q = _toml_str
+        return [
+            f"[{images}]",
+            '  snapshotter = "overlayfs"',
+            f"[{images}.pinned_images]",
+            f"  sandbox = {q(self.image)}",
+            f"[{runtime}]",
+            *self._cri_runtime_keys(),
+            f"[{runtime}.cni]",
+            f"  bin_dirs = [{q(self.workdir / 'cni' / 'bin')}]",
+            f"  conf_dir = {q(self.workdir / 'cni' / 'conf')}",
+            f"[{runtime}.containerd]",
+            '  default_runtime_name = "runc"',
+            *self._runtimes(f"{runtime}.containerd.runtimes"),
+            '[plugins."io.containerd.grpc.v1.cri"]',
+            '  stream_server_address = "127.0.0.1"',
+            '  stream_server_port = "0"',
+        ]
+
+    @staticmethod
+    def _cri_runtime_keys() -> list[str]:
+        return [
+            # The VMs lack CAP_SYS_RESOURCE in the effective set: without this runc cannot
+            # lower oom_score_adj and every sandbox fails ("can't get final child's PID").
+            "  restrict_oom_score_adj = true",
+            "  enable_cdi = false",
+        ]
+
+    def _runtimes(self, table: str) -> list[str]:
+        runc = f"{table}.runc"
+        faulty = f"{table}.{faulty_runc.HANDLER}"
+        q = _toml_str
+        return [
             f"[{runc}]",
             '  runtime_type = "io.containerd.runc.v2"',
             f"[{runc}.options]",
-            # Never whatever runc comes first on PATH (trixie's needs a newer glibc).
+            # Never whatever runc comes first on PATH (trixie's and forky's need a newer glibc).
             f"  BinaryName = {q(RUNC)}",
             f"  Root = {q(self.runc_root)}",
             "  SystemdCgroup = false",
@@ -146,8 +195,7 @@ class ContainerdConfig:
             f"  BinaryName = {q(self.faulty_runc)}",
             f"  Root = {q(self.runc_root)}",
             "  SystemdCgroup = false",
-            "",
-        ])
+        ]
 
     def write(self) -> Path:
         for sock in (self.cri_address, self.nri_socket):

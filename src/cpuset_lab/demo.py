@@ -1,7 +1,7 @@
 """The demo on a real runtime (``python -m cpuset_lab demo``, run by ``scripts/demo``).
 
-Starts a containerd 1.7 with NRI in a temporary directory (installed by
-``scripts/install-containerd``), runs ``nri-cpuset run`` against it, then plays the same
+Starts the lab's containerd (1.7 or 2.x, installed by ``scripts/install-containerd``) with NRI in
+a temporary directory, runs ``nri-cpuset run`` against it, then plays the same
 scenario as ``plan --demo`` over CRI, the way a kubelet would, and prints after every step what
 the kernel actually enforces for each running container (its cgroup cpuset, and the CPUs and
 memory nodes in ``/proc/<pid>/status``). Everything is torn down at the end.
@@ -24,7 +24,7 @@ from cpuset_cli import demo
 from cpuset_core import ContainerFacts, CpusetError, PodFacts, Topology
 from cpuset_lab import cgroups, plugin_log
 from cpuset_lab.containerd import LabContainerd
-from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.containerd_install import Installation
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 
@@ -33,11 +33,11 @@ class DemoError(RuntimeError):
     """The demo could not run (the plugin did not come up); the message says why."""
 
 
-def run(topology: Topology, echo: Callable[[str], None]) -> int:
-    """Play the demo; return the number of steps whose outcome was not what the dry run
-    predicted (0 on success)."""
+def run(topology: Topology, installation: Installation, echo: Callable[[str], None]) -> int:
+    """Play the demo on ``installation``'s containerd; return the number of steps whose outcome
+    was not what the dry run predicted (0 on success)."""
     with tempfile.TemporaryDirectory(prefix="nri-cpuset-demo-") as tmp:
-        lab = LabContainerd(Path(tmp) / "containerd", installation=find_installation())
+        lab = LabContainerd(Path(tmp) / "containerd", installation=installation)
         plugin: subprocess.Popen[bytes] | None = None
         log = Path(tmp) / "plugin.log"
         try:

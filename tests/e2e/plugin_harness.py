@@ -1,4 +1,4 @@
-"""The plugin on a real containerd 1.7.24 for the e2e tests: `nri-cpuset run` connected to the
+"""The plugin on a real containerd (1.7 or 2.x) for the e2e tests: `nri-cpuset run` connected to the
 lab's NRI socket (the Plugin process and its log; its fixture, ``plugin``, is in conftest.py),
 pods driven over CRI like a kubelet, and what the kernel enforces (cgroup cpusets and
 /proc/<pid>/status).

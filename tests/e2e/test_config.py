@@ -1,4 +1,4 @@
-"""The configuration on a real containerd 1.7.24: refused at startup when invalid, who may pin
+"""The configuration on a real containerd (1.7 or 2.x): refused at startup when invalid, who may pin
 (the namespace allowlist), reloads on SIGHUP and on file change (the last good configuration
 kept when the new one is invalid), and the pre-installed launcher started by containerd with
 its configuration file and its drop-in plugin config.

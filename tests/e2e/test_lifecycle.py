@@ -1,4 +1,4 @@
-"""Lifecycle edges on the real containerd 1.7.24 (issue 7), driven over CRI like a kubelet.
+"""Lifecycle edges on the real containerd (1.7 or 2.x) (issue 7), driven over CRI like a kubelet.
 
 The kubelet starts init containers one by one, each after the previous one exited, then the
 sidecars (restartable init containers, which keep running) and the app containers. Over CRI

@@ -1,4 +1,4 @@
-"""Metrics, probes and JSON logs scraped from `nri-cpuset run` on the real containerd 1.7.24,
+"""Metrics, probes and JSON logs scraped from `nri-cpuset run` on the real containerd (1.7 or 2.x),
 while pods are created over CRI like a kubelet would."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The running plugin on a real containerd 1.7.24: its inspected state, in-place resizes, stop
+"""The running plugin on a real containerd (1.7 or 2.x): its inspected state, in-place resizes, stop
 then remove, a burst of containers, and the lab demo against the dry run.
 
 The lab machine is small (see plugin_harness.py).
@@ -188,7 +188,8 @@ def test_lab_demo_placements_match_the_dry_run(lab: LabContainerd) -> None:
     from cpuset_lab import demo as lab_demo
 
     lines: list[str] = []
-    mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lines.append)
+    mismatches = lab_demo.run(SysfsTopologySource().read_topology(), lab.installation,
+                              lines.append)
     output = "\n".join(lines)
     assert mismatches == 0, output
     assert "annotation weka.io/cores-ids='0,,1' is invalid" in output

@@ -1,5 +1,5 @@
-"""The plugin on a real containerd 1.7.24, placing containers: registration, shared, pinned and
-integer pods checked in the real cgroup cpusets, a live move, and bad input refused.
+"""The plugin on a real containerd (1.7 or 2.x), placing containers: registration, shared, pinned
+and integer pods checked in the real cgroup cpusets, a live move, and bad input refused.
 
 The lab machine is small (see plugin_harness.py).
 """

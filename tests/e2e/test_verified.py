@@ -224,12 +224,12 @@ def test_a_failed_move_off_a_pin_keeps_the_cpu_from_other_exclusive_containers_a
 @needs_two_cpus
 def test_a_shared_containers_shrink_refused_at_admission_is_reported_and_lands_later(
         quick: Plugin, lab: LabContainerd, cri: KubeletClient) -> None:
-    """What the plugin cannot prevent on containerd 1.7: a shared container's shrink rides on
-    the answer to an integer container's CreateContainer, and containerd only logs its failure
-    ("pre-create update failed") and creates the integer container on the CPU the shared one
-    still runs on (docs/decisions.md, item 15). The plugin finds it at the next pass, re-sends
-    it, reports it unrepairable while the runtime refuses, and the shrink lands within a
-    verifier period once the runtime takes it; the integer container keeps its CPU."""
+    """What the plugin cannot prevent on containerd 1.7 and 2.1: a shared container's shrink
+    rides on the answer to an integer container's CreateContainer, and containerd only logs its
+    failure ("pre-create update failed") and creates the integer container on the CPU the shared
+    one still runs on (docs/decisions.md, item 15). The plugin finds it at the next pass,
+    re-sends it, reports it unrepairable while the runtime refuses, and the shrink lands within
+    a verifier period once the runtime takes it; the integer container keeps its CPU."""
     with pod(cri, "web", QosClass.BURSTABLE, runtime_handler=FAULTY) as web, \
             pod(cri, "db", QosClass.GUARANTEED) as db:
         app = shared(cri, lab, web)

@@ -19,6 +19,7 @@ SNIPPETS = {"1.7": (DEPLOY / "containerd" / "nri-1.7.toml", 2),
 SCRIPTS = sorted(DEPLOY.rglob("*.sh"))
 NRI = "io.containerd.nri.v1.nri"
 LAB_CONTAINERD = Path("/var/lib/nri-cpuset-lab/containerd/usr/bin/containerd")
+LAB_CONTAINERD_2 = Path("/var/lib/nri-cpuset-lab/containerd-2/usr/bin/containerd")
 
 
 def unit_settings(text: str) -> dict[str, dict[str, list[str]]]:
@@ -111,8 +112,8 @@ def test_containerd_snippets_enable_nri_where_the_plugin_looks(version: str) -> 
     assert nri["plugin_path"] == _install_default("NRI_PLUGIN_DIR")
 
 
-def _dumped_nri_section(config: Path) -> dict[str, object]:
-    dumped = subprocess.run([str(LAB_CONTAINERD), "-c", str(config), "config", "dump"],
+def _dumped_nri_section(config: Path, containerd: Path = LAB_CONTAINERD) -> dict[str, object]:
+    dumped = subprocess.run([str(containerd), "-c", str(config), "config", "dump"],
                             capture_output=True, text=True, check=True).stdout
     section: dict[str, object] = tomllib.loads(dumped).get("plugins", {}).get(NRI, {})
     return section
@@ -129,6 +130,14 @@ def test_containerd_17_reads_its_snippet_as_an_imported_drop_in(tmp_path: Path) 
     main = tmp_path / "config.toml"
     main.write_text(f'version = 2\nimports = ["{SNIPPETS["1.7"][0]}"]\n')
     assert _dumped_nri_section(main)["disable"] is False
+
+
+@pytest.mark.skipif(not LAB_CONTAINERD_2.exists(),
+                    reason="scripts/install-containerd --runtime 2.x not run")
+def test_containerd_2_reads_its_snippet_as_written() -> None:
+    written = tomllib.loads(SNIPPETS["2.x"][0].read_text())["plugins"][NRI]
+    dumped = _dumped_nri_section(SNIPPETS["2.x"][0], LAB_CONTAINERD_2)
+    assert {key: dumped[key] for key in written} == written
 
 
 def test_there_are_scripts_to_check() -> None:

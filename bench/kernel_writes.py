@@ -75,6 +75,9 @@ def main() -> int:
         for _ in range(args.rounds):
             shrink.append(_timed(first, paths, online, smaller))
             grow.append(_timed(first, paths, smaller, online))
+        if not args.keep_load_balance:
+            print(f"{args.containers} containers, a new writer's first shrink (flags already "
+                  f"0, as after a plugin restart): {_restarted(paths, online, smaller):.2f} ms")
         seen = (cpuset / paths["c0"].lstrip("/") / "cpuset.cpus").read_text().strip()
         assert seen == online.format(), seen
         for name, times in (("shrink", shrink), ("grow", grow)):
@@ -92,6 +95,15 @@ def main() -> int:
         if parent.exists():
             parent.rmdir()
     return 0
+
+
+def _restarted(paths: dict[str, str], online: CPUSet, smaller: CPUSet) -> float:
+    """A new writer's first step: it writes 0 over the flags the last one cleared."""
+    again = KernelFirst()
+    again.updater = KernelCpusetWriter(ROOT, paths.get)
+    elapsed = _timed(again, paths, online, smaller)
+    _timed(again, paths, smaller, online)
+    return elapsed
 
 
 def _timed(first: KernelFirst, paths: dict[str, str], before: CPUSet, after: CPUSet) -> float:

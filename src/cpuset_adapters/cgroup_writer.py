@@ -62,15 +62,20 @@ class KernelCpusetWriter:
         self.balance_refused = 0
         """Balance flag writes the kernel refused (the cpus were written all the same)."""
         self.clears_balance = False
+        """Whether container cgroups' balance flags are cleared (v1, the root balancing)."""
         self.balance_note = ""
+        """Why or why not, for the start log."""
         self.read_root_balance()
 
     def read_root_balance(self) -> None:
         """Decide from the root cpuset's flag whether clearing containers' flags is a no-op
         for scheduling (at build, and again when the fast path is switched on by a reload)."""
+        before = self.balance_note
         self.clears_balance, self.balance_note = self._root_balance()
         if not self.clears_balance:
             self._unbalanced.clear()
+        if before and before != self.balance_note:  # the first is in the start log
+            _log.info("kernel fast path: %s", self.balance_note)
 
     def _root_balance(self) -> tuple[bool, str]:
         if self.version != 1:

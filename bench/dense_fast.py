@@ -23,6 +23,8 @@ from cpuset_lab.plugin_process import PluginProcess
 RECORD_SAMPLE = 20
 """Shared containers whose CRI record is read once the plugin says nothing is pending."""
 POLL = 0.05
+HOOK_SECONDS = "nri_cpuset_hook_duration_seconds_sum"
+HOOK = {"hook": "CreateContainer"}
 
 
 def config_text(kernel_updates: bool) -> str:
@@ -36,9 +38,14 @@ class Exclusive:
         self.create_ms: list[float] = []
         self.sharing: list[int] = []
         self.back_ms: list[float] = []
+        self.hook_ms: list[float] = []
+        """The plugin's own time in each CreateContainer (empty without the plugin)."""
 
     def summary(self) -> str:
-        return (f"shared containers on its CPUs at start: max {max(self.sharing)}; "
+        hook = (f"hook p50 {statistics.median(self.hook_ms):.1f} ms, max "
+                f"{max(self.hook_ms):.1f} ms (first {self.hook_ms[0]:.1f} ms); "
+                if self.hook_ms else "")
+        return (f"{hook}shared containers on its CPUs at start: max {max(self.sharing)}; "
                 f"pool back on all, from the removal's return: p50 "
                 f"{statistics.median(self.back_ms):.0f} ms, max {max(self.back_ms):.0f} ms")
 
@@ -55,8 +62,13 @@ class FastPathBench:
     def exclusive(self, node: DenseNode, kind: str) -> Exclusive:
         """``samples`` creations of ``kind`` (integer or pinned), each removed again."""
         figures = Exclusive()
+        running = self.plugin.process is not None
         for _ in range(self.samples):
+            hook_before = self.plugin.metric(HOOK_SECONDS, HOOK) if running else 0.0
             probe = node.create_probe(kind, self.pin if kind == "pinned" else None)
+            if running:
+                figures.hook_ms.append(
+                    (self.plugin.metric(HOOK_SECONDS, HOOK) - hook_before) * 1000)
             figures.create_ms.append(probe.create_ms)
             figures.sharing.append(self.sharing(node, probe))
             node.remove_probe(probe)

@@ -10,10 +10,19 @@ containers the plugin manages (paths as in :mod:`cpuset_adapters.cgroupfs`: v1 a
 cgroupfs and systemd drivers). Every refusal (cgroup gone, read-only mount, EINVAL for CPUs the
 parent lacks, EBUSY) is reported per container, so the caller sends that one through the
 runtime instead.
+
+On cgroup v1 it also writes ``cpuset.sched_load_balance = 0`` in each such cgroup, once, before
+its first ``cpuset.cpus``: a v1 write to a cpuset whose flag is 1 rebuilds the scheduler
+domains, walking every cpuset and its tasks, so N writes cost O(N²) (82 µs per write at 500
+containers, 19 µs with the flag at 0; ``bench/kernel_writes.py``). Only while the root cpuset
+balances: the kernel then builds one domain over every CPU whatever the flag below says
+(Documentation/admin-guide/cgroup-v1/cpusets.rst, 1.7), so clearing it changes no scheduling.
+v2 has no such file (it rebuilds domains only for partition roots). Decision 31.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,8 +31,14 @@ from cpuset_adapters.cgroupfs import cgroup_version, expand_systemd_path
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
 
+_log = logging.getLogger("nri_cpuset.kernel")
+
+BALANCE_FLAG = "cpuset.sched_load_balance"
 MAX_REMEMBERED = 10_000
 """Directories remembered before the cache starts over."""
+
+PRUNE_FLOOR = 64
+"""Cleared directories remembered before the first look for removed containers."""
 
 PathOf = Callable[[str], str | None]
 """Container id → its cgroup path as the runtime gave it (``None`` when unknown)."""
@@ -40,12 +55,51 @@ class KernelCpusetWriter:
         self._directories: dict[str, str] = {}
         """cgroup path → its directory, as a string: at 500 containers per decision, building
         ``Path`` objects took a third of the time the writes did."""
+        self._unbalanced: dict[str, str] = {}
+        """Directory whose balance flag this writer cleared → its container id (pruned of
+        removed containers as it grows: bounded by the live ones)."""
+        self._prune_at = PRUNE_FLOOR
+        self.balance_refused = 0
+        """Balance flag writes the kernel refused (the cpus were written all the same)."""
+        self.clears_balance = False
+        """Whether container cgroups' balance flags are cleared (v1, the root balancing)."""
+        self.balance_note = ""
+        """Why or why not, for the start log."""
+        self.read_root_balance()
+
+    def read_root_balance(self) -> None:
+        """Decide from the root cpuset's flag whether clearing containers' flags is a no-op
+        for scheduling (at build, and again when the fast path is switched on by a reload)."""
+        before = self.balance_note
+        self.clears_balance, self.balance_note = self._root_balance()
+        if not self.clears_balance:
+            self._unbalanced.clear()
+        if before and before != self.balance_note:  # the first is in the start log
+            _log.info("kernel fast path: %s", self.balance_note)
+
+    def _root_balance(self) -> tuple[bool, str]:
+        if self.version != 1:
+            return False, f"cgroup v{self.version} has no {BALANCE_FLAG}"
+        flag = self.root / "cpuset" / BALANCE_FLAG
+        try:
+            value = flag.read_text().strip()
+        except OSError as exc:
+            return False, f"{flag} unreadable ({exc.strerror or exc}): containers' flags left"
+        if value != "1":
+            # A partitioned root: a container's flag would decide its CPUs' domains.
+            return False, f"{flag} is {value}: containers' flags left as they are"
+        return True, f"{BALANCE_FLAG} cleared in container cgroups (the root balances all CPUs)"
 
     @property
     def version(self) -> int:
         if self._version is None:
             self._version = cgroup_version(self.root)
         return self._version
+
+    @property
+    def unbalanced(self) -> int:
+        """Container cgroups remembered as having their balance flag cleared."""
+        return len(self._unbalanced)
 
     def unusable(self) -> str:
         """Why the kernel cannot be written under ``root`` ("" when it can): said once at
@@ -84,6 +138,8 @@ class KernelCpusetWriter:
             if len(self._directories) > MAX_REMEMBERED:  # containers come and go
                 self._directories.clear()
             directory = self._directories[path] = str(self.directory(path))
+        if self.clears_balance and directory not in self._unbalanced:
+            self._clear_balance(directory, update.container_id)
         writes = [("cpuset.cpus", str(update.cpus))]
         if update.mems is not None and update.mems != update.previous_mems:
             # Memory nodes first when they grow, last when they shrink: like the CPUs, a
@@ -98,6 +154,21 @@ class KernelCpusetWriter:
             except OSError as exc:
                 return f"{file}: {exc.strerror or exc}"
         return ""
+
+    def _clear_balance(self, directory: str, container_id: str) -> None:
+        """Clear the container cgroup's balance flag; a refusal costs only the speed-up."""
+        if len(self._unbalanced) >= self._prune_at:
+            self._unbalanced = {d: c for d, c in self._unbalanced.items() if self._path_of(c)}
+            self._prune_at = max(PRUNE_FLOOR, 2 * len(self._unbalanced))
+        # Remembered even when refused: retrying at every write would cost a syscall each.
+        self._unbalanced[directory] = container_id
+        try:
+            _write_file(f"{directory}/{BALANCE_FLAG}", "0")
+        except OSError as exc:
+            self.balance_refused += 1
+            if self.balance_refused == 1:
+                _log.warning("cpuset.sched_load_balance not cleared; writes stay slower", extra={
+                    "file": f"{directory}/{BALANCE_FLAG}", "error": exc.strerror or str(exc)})
 
 
 def _write_file(path: str, value: str) -> None:

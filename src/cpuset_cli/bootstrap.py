@@ -5,7 +5,7 @@ The daemon, the CLI and the tests all build the application through these functi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +105,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         service.pusher.kernel.updater = writer
         service.pusher.kernel.enabled = kernel_updates
         if config is not None:
-            config.kernel_updates = service.pusher.kernel.switch
+            config.kernel_updates = _switch(writer, service.pusher.kernel.switch)
     watcher = None
     if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
         watcher = OnlineCpuWatcher(
@@ -128,7 +128,18 @@ def _kernel_path(writer: KernelCpusetWriter, unusable: str, enabled: bool) -> st
     if not enabled:
         return "through the runtime only: runtime.kernel_updates = false"
     return (f"kernel first (cgroup v{writer.version} under {writer.root}), the runtime's "
-            "record following in the background")
+            f"record following in the background; {writer.balance_note}")
+
+
+def _switch(writer: KernelCpusetWriter, switch: Callable[[bool], None],
+            ) -> Callable[[bool], None]:
+    """``runtime.kernel_updates`` reloaded: the root's balance flag is read again when the
+    fast path comes on (an operator may have partitioned the root meanwhile)."""
+    def reloaded(enabled: bool) -> None:
+        if enabled:
+            writer.read_root_balance()
+        switch(enabled)
+    return reloaded
 
 
 def topology_source(sysfs_root: str | None, topology_file: str | None) -> TopologySource:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from cpuset_adapters import cgroup_writer
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 
@@ -102,3 +105,90 @@ def test_a_writable_tree_of_either_layout_is_usable(tmp_path: Path) -> None:
     assert writer(v1_root, {}).version == 1
     assert writer(v2_root, {}).unusable() == ""
     assert writer(v2_root, {}).version == 2
+
+
+BALANCE = "cpuset.sched_load_balance"
+
+
+def balanced_v1_tree(root: Path, root_flag: str = "1", cid: str = "c-web") -> Path:
+    """A v1 tree whose root and container cpusets balance, as the kernel's defaults are."""
+    (root / "cpuset").mkdir(parents=True, exist_ok=True)
+    (root / "cpuset" / BALANCE).write_text(root_flag + "\n")
+    directory = cgroup(root / "cpuset" / f"kubepods/burstable/pod1/{cid}")
+    (directory / BALANCE).write_text("1\n")
+    return directory
+
+
+def v1_paths(*cids: str) -> dict[str, str]:
+    return {cid: f"/kubepods/burstable/pod1/{cid}" for cid in cids}
+
+
+def test_on_v1_with_a_balancing_root_each_container_flag_is_cleared_once(
+        tmp_path: Path) -> None:
+    web, db = balanced_v1_tree(tmp_path), balanced_v1_tree(tmp_path, cid="c-db")
+    kernel = writer(tmp_path, v1_paths("c-web", "c-db"))
+    assert kernel.clears_balance
+    assert kernel.apply([update(), update("c-db")]).ok
+    assert (web / BALANCE).read_text() == "0"
+    assert (db / BALANCE).read_text() == "0"
+    (web / BALANCE).write_text("1")  # not written again: the writer remembers it did it
+    assert kernel.apply([update(cpus="3-15")]).ok
+    assert (web / BALANCE).read_text() == "1"
+    assert (web / "cpuset.cpus").read_text() == "3-15"
+
+
+def test_on_v1_with_a_partitioned_root_container_flags_are_left_and_the_log_says_why(
+        tmp_path: Path) -> None:
+    directory = balanced_v1_tree(tmp_path, root_flag="0")
+    kernel = writer(tmp_path, v1_paths("c-web"))
+    assert not kernel.clears_balance
+    assert kernel.balance_note == (f"{tmp_path / 'cpuset' / BALANCE} is 0: containers' flags "
+                                   "left as they are")
+    assert kernel.apply([update()]).ok
+    assert (directory / BALANCE).read_text() == "1\n"
+    assert (directory / "cpuset.cpus").read_text() == "2-15"
+
+
+def test_the_root_flag_is_read_again_on_request(tmp_path: Path) -> None:
+    directory = balanced_v1_tree(tmp_path, root_flag="0")
+    kernel = writer(tmp_path, v1_paths("c-web"))
+    (tmp_path / "cpuset" / BALANCE).write_text("1\n")
+    kernel.read_root_balance()
+    assert kernel.apply([update()]).ok
+    assert (directory / BALANCE).read_text() == "0"
+
+
+def test_on_v2_no_balance_flag_is_written(tmp_path: Path) -> None:
+    directory = v2_tree(tmp_path)
+    kernel = writer(tmp_path, {"c-web": V2_PATH})
+    assert not kernel.clears_balance
+    assert kernel.balance_note == f"cgroup v2 has no {BALANCE}"
+    assert kernel.apply([update()]).ok
+    assert not (directory / BALANCE).exists()
+
+
+def test_a_refused_flag_write_still_writes_the_cpus_and_is_counted(tmp_path: Path) -> None:
+    directory = balanced_v1_tree(tmp_path)
+    (directory / BALANCE).unlink()
+    (directory / BALANCE).mkdir()  # the flag write fails (EISDIR)
+    kernel = writer(tmp_path, v1_paths("c-web"))
+    assert kernel.apply([update()]).ok
+    assert (directory / "cpuset.cpus").read_text() == "2-15"
+    assert kernel.balance_refused == 1
+    assert kernel.apply([update(cpus="3-15")]).ok  # not tried again
+    assert kernel.balance_refused == 1
+
+
+def test_removed_containers_are_forgotten_as_the_cleared_set_grows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cgroup_writer, "PRUNE_FLOOR", 2)
+    cids = ("c-a", "c-b", "c-c")
+    for cid in cids:
+        balanced_v1_tree(tmp_path, cid=cid)
+    paths = v1_paths(*cids)
+    kernel = writer(tmp_path, paths)
+    assert kernel.apply([update("c-a"), update("c-b")]).ok
+    assert kernel.unbalanced == 2
+    del paths["c-a"], paths["c-b"]  # removed: the runtime no longer names their cgroups
+    assert kernel.apply([update("c-c")]).ok
+    assert kernel.unbalanced == 1

@@ -38,6 +38,11 @@ class Exclusive:
         self.create_ms: list[float] = []
         self.sharing: list[int] = []
         self.back_ms: list[float] = []
+        self.off_at_first_look: list[int] = []
+        """Shared containers not yet on the whole pool in the first sweep, which begins as the
+        removal returns: 0 means each was back before the bench could read it."""
+        self.first_look_ms: list[float] = []
+        """How long that one sweep of every shared cgroup took (the resolution of back_ms)."""
         self.hook_ms: list[float] = []
         """The plugin's own time in each CreateContainer (empty without the plugin)."""
 
@@ -47,7 +52,9 @@ class Exclusive:
                 if self.hook_ms else "")
         return (f"{hook}shared containers on its CPUs at start: max {max(self.sharing)}; "
                 f"pool back on all, from the removal's return: p50 "
-                f"{statistics.median(self.back_ms):.0f} ms, max {max(self.back_ms):.0f} ms")
+                f"{statistics.median(self.back_ms):.0f} ms, max {max(self.back_ms):.0f} ms; "
+                f"off it at the first look: max {max(self.off_at_first_look)} (that sweep "
+                f"took p50 {statistics.median(self.first_look_ms):.0f} ms)")
 
 
 class FastPathBench:
@@ -73,6 +80,8 @@ class FastPathBench:
             figures.sharing.append(self.sharing(node, probe))
             node.remove_probe(probe)
             removed = time.perf_counter()
+            figures.off_at_first_look.append(len(node.off(self.online)))
+            figures.first_look_ms.append((time.perf_counter() - removed) * 1000)
             figures.back_ms.append(node.wait_all_on(self.online, removed) * 1000)
         return figures
 

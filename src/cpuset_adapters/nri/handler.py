@@ -46,14 +46,17 @@ KernelView = Callable[[Mapping[str, str]], Mapping[str, Observed]]
 
 class CpusetNriHandler:
     """Implements :class:`~cpuset_adapters.nri.handler_port.NriHandler` on the placement
-    service. ``on_configured`` is told (on the event loop, no I/O) after each Configure."""
+    service. ``on_configured`` is told (on the event loop, no I/O) after each Configure, and
+    ``on_synchronized`` after each Synchronize is decided (its reply not yet sent)."""
 
     def __init__(self, service: PlacementService, *,
                  on_configured: Callable[[RuntimeInfo], None] | None = None,
+                 on_synchronized: Callable[[], None] | None = None,
                  kernel_view: KernelView | None = None) -> None:
         self._service = service
         self._kernel_view = kernel_view
         self._on_configured = on_configured
+        self._on_synchronized = on_synchronized
         self.runtime: RuntimeInfo | None = None
 
     def subscribed_events(self) -> frozenset[Event]:
@@ -73,6 +76,8 @@ class CpusetNriHandler:
         synchronized = self._service.synchronize(
             [translate.pod_facts(p) for p in pods], facts, source="synchronize")
         self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
+        if self._on_synchronized is not None:
+            self._on_synchronized()
         return translate.updates(synchronized.updates)
 
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,

@@ -24,9 +24,11 @@ from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
 from cpuset_adapters.process_memory import limit_heaps, release_free_memory
 from cpuset_adapters.status_socket import serve_status
+from cpuset_adapters.systemd_notify import SystemdNotifier
 from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
+from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
     ContainerUpdate,
@@ -72,14 +74,20 @@ class Daemon:
     """Which path other containers' updates take, and why (logged at start)."""
     kernel_view: KernelView | None = None
     """Reads containers' cgroups: a Synchronize takes cpusets from the kernel where it can."""
+    notifier: SystemdNotifier = field(default_factory=SystemdNotifier)
+    """systemd's ``NOTIFY_SOCKET``, when a ``Type=notify`` unit started the plugin."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
+    ready_notice: ReadyNotice = field(init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
 
     def __post_init__(self) -> None:
         # Raises InvalidPluginIdentityError (a ValueError) for a name or index the runtime
         # would refuse.
+        self.ready_notice = ReadyNotice(self.notifier, lambda: synchronized_status(
+            self.handler.runtime, len(self.service.engine.ledger.entries)))
         self.handler = CpusetNriHandler(self.service, on_configured=self.configured,
+                                        on_synchronized=self.ready_notice.synchronized,
                                         kernel_view=self.kernel_view)
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
@@ -284,6 +292,7 @@ class Daemon:
             await self.run()
         except asyncio.CancelledError:
             _log.info("stopping on signal")
+            self.ready_notice.stopping()
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(signum)

@@ -64,6 +64,15 @@ def test_the_unit_starts_after_containerd_and_before_the_kubelet() -> None:
     assert "kubelet.service" in _words(unit["Before"])
 
 
+def test_the_kubelet_waits_for_the_plugin_to_say_it_is_ready() -> None:
+    # Before= orders against the start job's end: with Type=notify that is READY=1, which the
+    # plugin sends after its first Synchronize (cpuset_cli.daemon.ready_notice).
+    service = _unit()["Service"]
+    assert service["Type"] == ["notify"]
+    assert service.get("NotifyAccess", ["main"]) == ["main"]
+    assert service["TimeoutStartSec"] == ["60s"]
+
+
 def test_the_unit_runs_the_installed_venv_with_the_default_config() -> None:
     service = _unit()["Service"]
     venv = f"{_install_default('NRI_CPUSET_PREFIX')}/venv"

@@ -15,7 +15,7 @@ from chaos_soak.model import (
     UNAVAILABLE,
     Pod,
 )
-from chaos_soak.operations import reason_of
+from chaos_soak.operations import INTEGER_TO_BE, reason_of
 
 from cpuset_core import CPUSet
 from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
@@ -126,3 +126,17 @@ def test_a_pool_already_empty_refuses_no_pin_or_integer_container_for_that() -> 
     assert node.predict_pinned(Pod(name="x", namespace="default", qos="Burstable",
                                    annotation="1")).must_admit
     assert node.predict_shared().reasons == {POOL_EMPTY}
+
+
+def test_a_guaranteed_container_kept_shared_is_judged_as_leaving_the_pool_at_its_update() -> None:
+    # Seed 1125 on containerd 1.7, step 1710: a Synchronize had kept p683's Guaranteed
+    # container shared; with no other shared container left, a CRI cpuset update made the
+    # plugin place it as an integer container on the last free CPU, leaving the pool empty.
+    kept = running(SHARED, "b", 1, "0")
+    node = node_with(TWO, pod("p689", running(INTEGER, "a", 1, "1")), pod("p683", kept))
+    assert not node.predict_integer(1).allows(None)  # judged as one more shared container
+    kept.kind = INTEGER_TO_BE
+    assert node.predict_integer(1).must_admit
+    node.pods["web"] = pod("web", running(SHARED, "c"))
+    assert node.predict_integer(1).allows(POOL_EMPTY)  # another shared one still needs a CPU
+    assert not node.predict_integer(1).allows(None)

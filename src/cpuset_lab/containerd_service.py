@@ -81,10 +81,9 @@ class ServiceContainerd(LabContainerd):
         except OSError:
             return False
 
-    def start(self) -> RuntimeVersion:
-        """Write the unit, start it and wait until CRI answers (``LabError`` otherwise)."""
-        if self.running:
-            raise LabError(f"containerd already running (pid {self._main_pid})")
+    def install_unit(self) -> None:
+        """Write the config and the unit and reload systemd, as installing the package does;
+        nothing starts."""
         inst = self._installation()
         self.config.write()
         self.unit_path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,8 +92,19 @@ class ServiceContainerd(LabContainerd):
             log=self.config.log_path, home=self.workdir,
             path=f"{inst.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"))
         systemctl("daemon-reload")
+
+    def start(self) -> RuntimeVersion:
+        """Write the unit, start it and wait until CRI answers (``LabError`` otherwise)."""
+        if self.running:
+            raise LabError(f"containerd already running (pid {self._main_pid})")
+        self.install_unit()
         # --no-block: readiness is CRI answering (below), which also bounds the wait.
         systemctl("start", "--no-block", UNIT)
+        return self._await_main_process()
+
+    def adopt(self) -> RuntimeVersion:
+        """The unit was started by something else (a target, a boot): take its main process
+        and wait until CRI answers."""
         return self._await_main_process()
 
     def restart(self) -> RuntimeVersion:

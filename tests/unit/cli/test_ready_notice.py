@@ -24,7 +24,7 @@ def manager(tmp_path: Path) -> Iterator[tuple[str, socket.socket]]:
     path = str(tmp_path / "notify")
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(path)
-        sock.setblocking(False)
+        sock.settimeout(0.0)
         yield path, sock
 
 

@@ -16,6 +16,7 @@ the plugin or any container; containerd's state directory (a tmpfs on a node) go
 from __future__ import annotations
 
 import contextlib
+import datetime
 import enum
 import json
 import shutil
@@ -72,6 +73,17 @@ def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, log: Path) ->
         f"Environment=PYTHONPATH={SRC}",
         *(["ProtectHome=read-only"] if home else []),
         f"StandardOutput=append:{log}", f"StandardError=append:{log}", ""])
+
+
+def realtime_stamp(unit: str, prop: str) -> float | None:
+    """A unit's ``<prop>Timestamp`` as seconds since the epoch, to the microsecond (what the
+    plugin's log lines carry; ``None``: not reached yet)."""
+    value = systemctl("show", "--timestamp=us+utc", f"--property={prop}Timestamp", "--value",
+                      unit).strip()
+    if not value:
+        return None
+    stamp = datetime.datetime.strptime(value, "%a %Y-%m-%d %H:%M:%S.%f %Z")
+    return stamp.replace(tzinfo=datetime.UTC).timestamp()
 
 
 def monotonic_stamp(unit: str, prop: str) -> float | None:
@@ -153,6 +165,7 @@ class ColdBootNode:
         units = [CONTAINERD, KUBELET] + ([PLUGIN] if self.mode is PluginMode.UNIT else [])
         record["units"] = {unit: {prop: monotonic_stamp(unit, prop) for prop in (
             "ExecMainStart", "ActiveEnter")} for unit in units}
+        record["kubelet_started_at"] = realtime_stamp(KUBELET, "ExecMainStart")
         return record
 
     def power_off(self) -> None:

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
+from cpuset_lab.containerd_install import runtime_named
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
@@ -77,7 +78,8 @@ def find_kernel(boot: Path = Path("/boot")) -> Path:
 
 def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str]) -> None:
     """A fresh ``results`` directory holding what the guest reads: ``shape.json`` (the facts
-    the tests check), ``plugin.toml`` and ``guest.env`` (sourced by ``scripts/vm-guest``)."""
+    the tests check), ``plugin.toml`` and ``guest.env`` (sourced by ``scripts/vm-guest``),
+    which also names the containerd the guest runs (``NRI_CPUSET_RUNTIME`` here, 1.7 unset)."""
     if results.exists():
         shutil.rmtree(results)
     results.mkdir(parents=True)
@@ -85,7 +87,7 @@ def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str])
     (results / "plugin.toml").write_text(shape.plugin_config)
     values = {"REPO": str(REPO), "PYTHON": python, "SHAPE": shape.name,
               "CGROUP": str(shape.cgroup), "CGROUP_DRIVER": shape.cgroup_driver,
-              "TIME_SCALE": str(TIME_SCALE),
+              "TIME_SCALE": str(TIME_SCALE), "RUNTIME": runtime_named().name,
               "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args)}
     (results / "guest.env").write_text(
         "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items()))
@@ -267,7 +269,7 @@ def main(argv: list[str]) -> int:
     for name in names:
         shape = SHAPES[name]
         results = args.results / name
-        print(f"== VM lab: {name}: {shape.summary} (kernel {kernel.name}, results in {results})",
+        print(f"== VM lab: {name}: {shape.summary} (kernel {kernel.name}, containerd {runtime_named().name}, results in {results})",
               flush=True)
         result = run_shape(shape, results, vng=args.vng, kernel=kernel, python=sys.executable,
                            pytest_args=pytest_args, boot_timeout=args.boot_timeout,

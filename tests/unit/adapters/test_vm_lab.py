@@ -136,6 +136,17 @@ def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: P
     assert "strict_reservation = true" in (tmp_path / "r" / "plugin.toml").read_text()
 
 
+@pytest.mark.parametrize(("chosen", "told"), [(None, "1.7"), ("2.x", "2.x")])
+def test_the_guest_runs_the_containerd_chosen_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: str | None, told: str) -> None:
+    if chosen is None:
+        monkeypatch.delenv("NRI_CPUSET_RUNTIME", raising=False)
+    else:
+        monkeypatch.setenv("NRI_CPUSET_RUNTIME", chosen)
+    vm.prepare(SHAPES["systemd"], tmp_path / "r", python="/py", pytest_args=[])
+    assert f"RUNTIME={told}\n" in (tmp_path / "r" / "guest.env").read_text()
+
+
 def test_only_the_systemd_shape_boots_systemd_and_tells_the_guest_its_cgroup_driver(
         tmp_path: Path) -> None:
     systemd = SHAPES["systemd"]

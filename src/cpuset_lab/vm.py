@@ -269,8 +269,8 @@ def main(argv: list[str]) -> int:
     for name in names:
         shape = SHAPES[name]
         results = args.results / name
-        print(f"== VM lab: {name}: {shape.summary} (kernel {kernel.name}, containerd {runtime_named().name}, results in {results})",
-              flush=True)
+        print(f"== VM lab: {name}: {shape.summary} (kernel {kernel.name}, containerd "
+              f"{runtime_named().name}, results in {results})", flush=True)
         result = run_shape(shape, results, vng=args.vng, kernel=kernel, python=sys.executable,
                            pytest_args=pytest_args, boot_timeout=args.boot_timeout,
                            timeout=args.timeout)

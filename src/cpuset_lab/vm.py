@@ -234,7 +234,10 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"shapes to run (default: {DEFAULT_SHAPE}); --list names them")
     parser.add_argument("--all", action="store_true", help="every shape, one after another")
     parser.add_argument("--list", action="store_true", help="list the shapes and exit")
-    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
+    # Absolute: the guest reads these paths from its own working directory (a relative
+    # one left a systemd guest without its fstab, and init died).
+    parser.add_argument("--results", type=lambda value: Path(value).resolve(),
+                        default=DEFAULT_RESULTS,
                         help="where each shape's results directory goes (default: %(default)s)")
     parser.add_argument("--kernel", type=Path,
                         help="kernel image (default: the newest /boot/vmlinuz-*)")

@@ -172,3 +172,9 @@ def test_a_systemd_guest_gets_a_virtme_home_whose_fstab_puts_a_tmpfs_on_tmp(
     fstab = Path(config["systemd"]["fstab"])
     assert fstab.parent == tmp_path
     assert fstab.read_text().split()[:3] == ["tmpfs", "/tmp", "tmpfs"]
+
+
+def test_a_relative_results_directory_is_made_absolute_for_the_guest() -> None:
+    args = vm._parser().parse_args(["--results", "build/x"])
+    assert args.results == Path("build/x").resolve()
+    assert args.results.is_absolute()

@@ -29,12 +29,11 @@ from .model import (
     Pod,
     Prediction,
 )
+from .reclass import changed, class_change
 
 if TYPE_CHECKING:
     from .runner import Soak
 
-INTEGER_TO_BE: Final = "integer-to-be"
-"""A container's kind while the model judges whether it may become an integer container."""
 
 KEY: Final = "weka.io/cores-ids"
 QOS: Final = {INTEGER: "Guaranteed", SHARED: "Burstable", BEST_EFFORT: "BestEffort",
@@ -230,46 +229,38 @@ def resize(soak: Soak, op: Op) -> None:
 
 def cri_cpuset(soak: Soak, op: Op) -> None:
     """A CRI UpdateContainerResources --cpuset-cpus on a shared container: the plugin (or
-    its verifier) puts it back on the pool. A Guaranteed container a Synchronize kept shared
-    (the pool would have been empty) changes class at any update: the plugin places it afresh
-    as an integer container when that fits and refuses the update when it does not
-    (``CpusetEngine.plan_resize``)."""
+    its verifier) puts it back on the pool. A container a Synchronize ran shared although it
+    asks for more (a Guaranteed one when the pool would have been empty, a pin from a
+    namespace then not allowed) changes class at any update: the plugin places it afresh as
+    a creation would be, or refuses the update (``CpusetEngine.plan_resize``)."""
     container = target(soak, op)
     if container is None:
         return
     container.tampered = True
     subject = f"CRI cpuset {op['cpus']} on {op['pod']}/{op['container']}"
-    promoting = container.kind == SHARED and container.cpus > 0 and soak.plugin_answers()
-    prediction = ADMIT
-    if promoting:
-        soak.refresh_integers()
-        with soak.lock:
-            container.kind = INTEGER_TO_BE  # neither shared nor exclusive while it is judged
-            prediction = soak.model.predict_integer(container.cpus)
-            container.kind = SHARED
+    pod = soak.model.pods[op["pod"]]
+    change = class_change(soak, pod, container) if soak.plugin_answers() else None
     try:
         soak.cri.update_resources(container.cid, cpuset_cpus=op["cpus"])
     except CriError as err:
-        if promoting and faulty_runc.REFUSAL in err.details:  # decided; runc did not apply it
-            with soak.lock:
-                container.kind = INTEGER
-            soak.outcome(f"{subject}: placed as an integer container, runc refused it")
-        elif promoting:
-            refused(soak, soak.model.pods[op["pod"]], "", subject, prediction,
-                    details=err.details, managed=True)
+        if change is not None and faulty_runc.REFUSAL in err.details:  # decided, not applied
+            changed(soak, pod, container, change[0])
+            soak.outcome(f"{subject}: placed as {change[0]}, runc refused it")
+        elif change is not None:
+            refused(soak, pod, "", subject, change[1], details=err.details, managed=True)
         else:
             soak.outcome(f"{subject} failed: {err.details[-120:]}")
         return
-    if promoting:
-        with soak.lock:
-            container.kind = INTEGER
-        soak.outcome(f"{subject}: placed as an integer container")
-        if not prediction.may_admit and soak.plugin_answers():
-            soak.violation(f"{subject} placed it as an integer container, but that does not "
-                           f"fit ({', '.join(sorted(prediction.reasons))})")
-        soak.check_always()
+    if change is None:
+        soak.outcome(subject)
         return
-    soak.outcome(subject)
+    kind, prediction = change
+    changed(soak, pod, container, kind)
+    soak.outcome(f"{subject}: placed as {kind}")
+    if not prediction.may_admit and soak.plugin_answers():
+        soak.violation(f"{subject} placed it as {kind}, but that is not allowed "
+                       f"({', '.join(sorted(prediction.reasons))})")
+    soak.check_always()
 
 
 def oob_write(soak: Soak, op: Op) -> None:

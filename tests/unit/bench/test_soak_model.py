@@ -15,7 +15,8 @@ from chaos_soak.model import (
     UNAVAILABLE,
     Pod,
 )
-from chaos_soak.operations import INTEGER_TO_BE, reason_of
+from chaos_soak.operations import reason_of
+from chaos_soak.reclass import CHANGING_CLASS
 
 from cpuset_core import CPUSet
 from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
@@ -135,8 +136,24 @@ def test_a_guaranteed_container_kept_shared_is_judged_as_leaving_the_pool_at_its
     kept = running(SHARED, "b", 1, "0")
     node = node_with(TWO, pod("p689", running(INTEGER, "a", 1, "1")), pod("p683", kept))
     assert not node.predict_integer(1).allows(None)  # judged as one more shared container
-    kept.kind = INTEGER_TO_BE
+    kept.kind = CHANGING_CLASS
     assert node.predict_integer(1).must_admit
     node.pods["web"] = pod("web", running(SHARED, "c"))
     assert node.predict_integer(1).allows(POOL_EMPTY)  # another shared one still needs a CPU
     assert not node.predict_integer(1).allows(None)
+
+
+
+def test_a_pin_run_shared_while_its_namespace_was_not_allowed_is_judged_as_leaving_the_pool(
+        ) -> None:
+    # Seed 2125 on containerd 2.1, step 2537: a Synchronize ran p1059's pin shared (its
+    # namespace not allowed then); after a reload allowing it, its CRI update pinned it again.
+    demoted = running(SHARED, "b")
+    p1059 = pod("p1059", demoted)
+    p1059.annotation = "1"
+    node = node_with(TWO, p1059, pod("web", running(SHARED, "c")))
+    node.namespaces = ("storage",)
+    assert node.predict_pinned(p1059).allows(NAMESPACE)
+    node.namespaces = ("*",)
+    demoted.kind = CHANGING_CLASS
+    assert node.predict_pinned(p1059).must_admit

@@ -1,0 +1,41 @@
+"""A container a Synchronize ran shared although it asks for more — a Guaranteed container
+when the pool would have been empty, a pin from a namespace not allowed then — changes class
+at its next update: the plugin places it afresh as a creation would be placed, or refuses
+the update (``CpusetEngine.plan_resize``). Which class, and what the plugin may answer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from cpuset_core.cpuset import CPUSet
+
+from .model import INTEGER, PINNED, SHARED, Container, Pod, Prediction
+
+if TYPE_CHECKING:
+    from .runner import Soak
+
+CHANGING_CLASS: Final = "changing-class"
+"""A container's kind while the model judges the class it may take at an update."""
+
+
+def class_change(soak: Soak, pod: Pod, container: Container) -> tuple[str, Prediction] | None:
+    """The class a shared-running container takes at its next update, and what the plugin may
+    answer; ``None`` when it stays shared."""
+    if container.kind != SHARED or not (container.cpus or pod.annotation is not None):
+        return None
+    soak.refresh_integers()
+    with soak.lock:
+        container.kind = CHANGING_CLASS  # neither shared nor exclusive while it is judged
+        try:
+            if pod.annotation is not None:
+                return PINNED, soak.model.predict_pinned(pod)
+            return INTEGER, soak.model.predict_integer(container.cpus)
+        finally:
+            container.kind = SHARED
+
+
+def changed(soak: Soak, pod: Pod, container: Container, kind: str) -> None:
+    with soak.lock:
+        container.kind = kind
+        if kind == PINNED:
+            pod.pin = CPUSet.parse(pod.annotation or "")

@@ -71,7 +71,8 @@ def _counts(counter: Counter[str]) -> str:
 
 
 def closing(tally: Tally, minutes: float, seed: int, steps: int) -> str:
-    operations = sum(v for k, v in tally.ops.items() if k != "status-read")
+    operations = sum(v for k, v in tally.ops.items()
+                     if k not in ("status-read", "lost-at-containerd-restart"))
     return (f"soak: seed {seed}, {minutes:.1f} min, {steps} steps, {operations} operations, "
             f"faults {sum(tally.faults.values())} ({_counts(tally.faults)}), "
             f"{tally.checks} checks, {len(tally.violations)} violations")

@@ -24,6 +24,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -58,6 +59,10 @@ def installation_for(runtime: str) -> Installation:
                        f"(this lab does not select containerd {runtime} through "
                        f"{RUNTIME_ENV}={runtime}, or it is not installed)")
     return installation
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def walked(walk: Walk) -> Iterator[list[Op]]:
@@ -111,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
     if len(online) < 2:
         print("soak: needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
         return 2
+    # Stopped by SIGTERM (CI's timeout, kill), the soak still removes its pods and runtime:
+    # SystemExit runs the ``finally`` below, which the default action would skip.
+    signal.signal(signal.SIGTERM, _terminated)
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
     model = Node(online=online, reserved=args.reserved)
     node = LabNode(workdir, installation, model, verify_period=args.verify_period)

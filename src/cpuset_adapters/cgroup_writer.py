@@ -109,8 +109,14 @@ class KernelCpusetWriter:
             return f"no cpuset hierarchy at {base}"
         if os.statvfs(base).f_flag & os.ST_RDONLY:
             return f"the cgroup mount at {base} is read-only"
-        if not os.access(base, os.W_OK):
-            return f"{base} is not writable by this process"
+        # A file, not the directory: a cgroup2 root is mode 0555, and root without
+        # CAP_DAC_OVERRIDE (the systemd unit, the DaemonSet) writes cgroup files as their
+        # owner. Checking the directory turned the fast path off under the shipped unit.
+        probe = base / ("cgroup.subtree_control" if self.version == 2 else "cpuset.cpus")
+        if not probe.is_file():
+            return f"no {probe.name} at {base}"
+        if not os.access(probe, os.W_OK):
+            return f"{probe} is not writable by this process"
         return ""
 
     def directory(self, cgroups_path: str) -> Path:

@@ -26,11 +26,14 @@ def cgroup(directory: Path, cpus: str = "0-15", mems: str = "0-1") -> Path:
 
 
 def v1_tree(root: Path) -> Path:
-    return cgroup(root / "cpuset" / V1_PATH.lstrip("/"))
+    leaf = cgroup(root / "cpuset" / V1_PATH.lstrip("/"))
+    (root / "cpuset" / "cpuset.cpus").write_text("0-15\n")
+    return leaf
 
 
 def v2_tree(root: Path) -> Path:
     (root / "cgroup.controllers").write_text("cpuset cpu memory\n")
+    (root / "cgroup.subtree_control").write_text("cpuset cpu memory\n")
     return cgroup(root / V2_DIR)
 
 
@@ -105,6 +108,24 @@ def test_a_writable_tree_of_either_layout_is_usable(tmp_path: Path) -> None:
     assert writer(v1_root, {}).version == 1
     assert writer(v2_root, {}).unusable() == ""
     assert writer(v2_root, {}).version == 2
+
+
+def test_usability_is_a_root_files_write_permission_not_its_directorys(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cgroup2 root directory is mode 0555; root without CAP_DAC_OVERRIDE still writes the
+    # files it owns. (Tests run as root, where access() allows everything: record the asks.)
+    v2_tree(tmp_path)
+    asked: list[Path] = []
+
+    def access(path: Path, mode: int) -> bool:
+        asked.append(Path(path))
+        return Path(path).is_file()
+
+    monkeypatch.setattr(cgroup_writer.os, "access", access)
+    assert writer(tmp_path, {}).unusable() == ""
+    assert asked == [tmp_path / "cgroup.subtree_control"]
+    (tmp_path / "cgroup.subtree_control").unlink()
+    assert writer(tmp_path, {}).unusable() == f"no cgroup.subtree_control at {tmp_path}"
 
 
 BALANCE = "cpuset.sched_load_balance"

@@ -35,6 +35,7 @@ def test_a_root_without_a_cpuset_hierarchy_leaves_every_update_to_the_runtime_an
 
 def test_a_writable_v1_tree_writes_the_kernel_first(tmp_path: Path) -> None:
     (tmp_path / "cpuset").mkdir()
+    (tmp_path / "cpuset" / "cpuset.cpus").write_text("0-3\n")
     built = daemon(tmp_path)
     assert built.kernel_path.startswith(f"kernel first (cgroup v1 under {tmp_path})")
     assert built.service.pusher.kernel.active
@@ -43,6 +44,7 @@ def test_a_writable_v1_tree_writes_the_kernel_first(tmp_path: Path) -> None:
 
 def test_kernel_updates_off_says_so_and_keeps_the_writer_for_a_reload(tmp_path: Path) -> None:
     (tmp_path / "cgroup.controllers").write_text("cpuset\n")
+    (tmp_path / "cgroup.subtree_control").write_text("cpuset\n")
     built = daemon(tmp_path, kernel_updates=False)
     assert built.kernel_path == "through the runtime only: runtime.kernel_updates = false"
     assert not built.service.pusher.kernel.active
@@ -53,6 +55,7 @@ def test_kernel_updates_off_says_so_and_keeps_the_writer_for_a_reload(tmp_path: 
 def test_kernel_updates_is_reloaded_live(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     (tmp_path / "cpuset").mkdir()
+    (tmp_path / "cpuset" / "cpuset.cpus").write_text("0-3\n")
     file = tmp_path / "config.toml"
     file.write_text(f'[runtime]\ncgroup_root = "{tmp_path}"\nkernel_updates = true\n')
     config = LiveConfig.load(file, required=True, topology=OFFLINE_ISO,

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Final
 from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
 
+from . import kernel
 from .history import Op
+from .model import INTEGER
 
 if TYPE_CHECKING:
     from .runner import Soak
@@ -65,6 +67,7 @@ def _switch(soak: Soak, cpu: int, *, online: bool) -> None:
             soak.outcome(f"CPU {cpu} is {'on' if online else 'off'}line already")
             return
     kind = "cpu-online" if online else "cpu-offline"
+    soak.refresh_integers()  # which integer containers hold the CPU
     try:
         (SYS_CPU / f"cpu{cpu}" / "online").write_text("1" if online else "0")
     except OSError as err:
@@ -88,8 +91,22 @@ def _switch(soak: Soak, cpu: int, *, online: bool) -> None:
                            f"{time.monotonic() - began:.0f} s, the kernel's are {expected}")
             return
         time.sleep(0.1)
+    while not _moved(soak, cpu) and time.monotonic() < deadline:
+        time.sleep(0.1)  # what follows is predicted from where integer containers run
     soak.outcome(f"CPU {cpu} {'on' if online else 'off'}line; the plugin decides with "
                  f"{expected} after {time.monotonic() - began:.1f} s")
+
+
+def _moved(soak: Soak, cpu: int) -> bool:
+    """Every integer container that held ``cpu`` runs on as many online CPUs as it asked
+    (the settle judges where; this only waits for the move)."""
+    with soak.lock:
+        moving = [c for c in soak.model.of_kind(INTEGER) if cpu in c.actual]
+        online = soak.model.online
+    view = kernel.read(moving)
+    return all(c.cid in view and len(view[c.cid].cpus) == c.cpus
+               and view[c.cid].cpus.issubset(online)
+               for c in moving)
 
 
 def _plugin_online(soak: Soak) -> CPUSet | None:

@@ -262,9 +262,14 @@ class Node:
 
     def went_offline(self, cpu: int) -> None:
         """``cpu`` is offline: integer containers that held it move, and what they held may
-        drain until the node settles."""
+        drain until the node settles. Until the plugin moves one, the kernel may run it
+        anywhere (cgroup v2 gives a cpuset left without an online CPU its parent's), so it
+        owns nothing until the node settles."""
         self.online -= CPUSet([cpu])
-        self.uncertain += sum(c.cpus for c in self.of_kind(INTEGER) if cpu in c.actual)
+        for container in self.of_kind(INTEGER):
+            if cpu in container.actual:
+                self.uncertain += container.cpus
+                container.tampered = True
 
     def came_online(self, cpu: int) -> None:
         self.online |= CPUSet([cpu])

@@ -57,6 +57,7 @@ def test_an_integer_container_on_a_cpu_going_offline_leaves_its_cpus_draining() 
     node.went_offline(3)
     assert node.uncertain == 2
     assert node.online == CPUSet.parse("0-2")
+    assert db.containers["a"].tampered  # no owner until the plugin has moved it
 
 
 def test_a_pin_with_an_offline_cpu_is_checked_on_its_online_part_and_its_memory_node() -> None:

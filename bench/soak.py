@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
     with (workdir / "history.jsonl").open("w", encoding="utf-8") as out:
         soak = Soak(node, seed, HistoryWriter(out, Header(seed, runtime, online.format(),
                                                           args.minutes)))
+        soak.offlinable = offlinable
         try:
             node.start()
             deadline = None if replayed is not None else started + args.minutes * 60

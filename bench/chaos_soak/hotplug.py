@@ -66,6 +66,9 @@ def _switch(soak: Soak, cpu: int, *, online: bool) -> None:
         if (cpu in soak.model.online) == online:
             soak.outcome(f"CPU {cpu} is {'on' if online else 'off'}line already")
             return
+    if not online and cpu not in soak.offlinable:  # a replayed history, here without --hotplug
+        soak.outcome(f"CPU {cpu} not taken offline: hotplug is off in this run")
+        return
     kind = "cpu-online" if online else "cpu-offline"
     soak.refresh_integers()  # which integer containers hold the CPU
     try:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
 from cpuset_lab.kubelet import KubeletClient
 
 from . import faults, hotplug, invariants, kernel, operations, report
@@ -52,6 +53,8 @@ class Soak:
         self.found: list[str] = []
         self.taken: set[int] = set()
         """CPUs the soak took offline and has not brought back yet."""
+        self.offlinable = CPUSet()
+        """CPUs it may take offline (``--hotplug``); none: a history's are skipped."""
         self.all_mems = kernel.numa_nodes(self.model.online)
 
     # -- what operations use ------------------------------------------------------------------

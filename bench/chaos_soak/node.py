@@ -76,6 +76,7 @@ class LabNode:
         self.request_timeout = REQUEST_TIMEOUT * scale
         self.lab = LabContainerd(workdir / "lab", installation=installation,
                                  request_timeout=f"{self.request_timeout:g}s",
+                                 registration_timeout=f"{5 * scale:g}s",
                                  start_timeout=120 * scale)
         status = workdir / "status"
         status.mkdir(mode=0o700, exist_ok=True)

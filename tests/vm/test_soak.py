@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tests.vm.conftest import ShapeFacts
-from tests.vm.runtime import RESULTS, SCALE
+from tests.vm.runtime import RESULTS, SCALE, WORK
 
 REPO = Path(__file__).resolve().parents[2]
 MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "1.5"))
@@ -25,11 +25,13 @@ SEED = int(os.environ.get("NRI_CPUSET_VM_SOAK_SEED", "3"))
 
 
 def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(
-        shape: ShapeFacts, tmp_path: Path) -> None:
+        shape: ShapeFacts) -> None:
     assert shape["cgroup"] == 2, "the soak's hotplug needs cgroup v2"
     out = RESULTS / "soak"
     out.mkdir(exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(tmp_path)}
+    work = WORK / "soak"  # on the guest's tmpfs, short: unix socket paths are limited
+    work.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(work)}
     command = [sys.executable, str(REPO / "bench" / "soak.py"), "--minutes", str(MINUTES),
                "--seed", str(SEED), "--runtime", "1.7", "--hotplug",
                "--time-scale", f"{max(1.0, SCALE):g}", "--keep"]

@@ -38,7 +38,7 @@ from chaos_soak.history import Header, HistoryWriter, Op
 from chaos_soak.model import Node
 from chaos_soak.node import LabNode
 from chaos_soak.runner import Soak, Violated
-from chaos_soak.walk import Walk
+from chaos_soak.walk import WEIGHTS, Walk
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
@@ -85,8 +85,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="take CPUs offline and back (root, cgroup v2; never CPU 0)")
     parser.add_argument("--time-scale", type=_scale, default=1.0, metavar="F",
                         help="every wait F times longer (an emulated VM lab guest: 8)")
+    parser.add_argument("--without", type=_kinds, default=frozenset(), metavar="KIND,...",
+                        help=f"operations and faults the walk never draws ({', '.join(WEIGHTS)})")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     return parser.parse_args(argv)
+
+
+def _kinds(text: str) -> frozenset[str]:
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    if unknown := sorted(kinds - set(WEIGHTS)):
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {', '.join(unknown)} (known: "
+                                         f"{', '.join(WEIGHTS)})")
+    return kinds
 
 
 def _scale(text: str) -> float:
@@ -164,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
             node.start()
             deadline = None if replayed is not None else started + args.minutes * 60
             soak.run(replayed if replayed is not None
-                     else walked(Walk(seed, model, hotplug=offlinable)), deadline)
+                     else walked(Walk(seed, model, hotplug=offlinable,
+                                      without=args.without)), deadline)
             soak.finish()
         except Violated:
             failed = True

@@ -35,10 +35,13 @@ MAX_OFFLINE: Final = 2
 class Walk:
     """Draws steps from ``seed``; the model (kept by the runner) bounds them."""
 
-    def __init__(self, seed: int, node: Node, hotplug: CPUSet = EMPTY) -> None:
+    def __init__(self, seed: int, node: Node, hotplug: CPUSet = EMPTY,
+                 without: frozenset[str] = frozenset()) -> None:
         self.rng = random.Random(seed)
         self.node = node
         self.hotplug = hotplug
+        self.kinds = [kind for kind in WEIGHTS if kind not in without]
+        """The kinds drawn (``without`` some: an emulated guest skips the slow restarts)."""
         self.machine = node.online
         """Every CPU the walk may name in a pin (online or not)."""
         self.offline_for: dict[int, int] = {}
@@ -66,8 +69,7 @@ class Walk:
         return ops
 
     def _one(self) -> Op | list[Op] | None:
-        kinds = list(WEIGHTS)
-        kind = self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
+        kind = self.rng.choices(self.kinds, weights=[WEIGHTS[k] for k in self.kinds])[0]
         return getattr(self, "_" + kind.replace("-", "_"))()  # type: ignore[no-any-return]
 
     # -- helpers ------------------------------------------------------------------------------

@@ -20,7 +20,10 @@ from tests.vm.conftest import ShapeFacts
 from tests.vm.runtime import RESULTS, SCALE, WORK
 
 REPO = Path(__file__).resolve().parents[2]
-MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "1.5"))
+MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "2"))
+SLOW = "containerd-restart,plugin-sigstop,plugin-kill-mid-burst"
+"""Faults a guest cannot afford many of in two minutes (each is tens of emulated seconds);
+the plugin killed -9 stays."""
 SEED = int(os.environ.get("NRI_CPUSET_VM_SOAK_SEED", "3"))
 
 
@@ -34,7 +37,7 @@ def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(work)}
     command = [sys.executable, str(REPO / "bench" / "soak.py"), "--minutes", str(MINUTES),
                "--seed", str(SEED), "--runtime", "1.7", "--hotplug",
-               "--time-scale", f"{max(1.0, SCALE):g}", "--keep"]
+               "--time-scale", f"{max(1.0, SCALE):g}", "--without", SLOW, "--keep"]
     began = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True,
                           timeout=(MINUTES * 60 + 600) * max(1.0, SCALE / 2), check=False)

@@ -121,3 +121,11 @@ def test_rejections_are_read_from_the_plugins_log_as_it_grows(tmp_path: Path) ->
         out.write(json.dumps(record) + "\n" + '{"event": "rej')  # the last line half written
     assert rejections.refused("abcdef0123456789")
     assert not rejections.refused("000000000000ffff")
+
+
+def test_a_walk_without_some_kinds_never_draws_them() -> None:
+    walk = Walk(5, node_with(EIGHT), without=frozenset({"plugin-kill", "containerd-restart",
+                                                         "plugin-sigstop", "burst"}))
+    kinds = {op["kind"] for _ in range(300) for op in walk.step()}
+    assert not kinds & {"plugin-kill", "containerd-restart", "plugin-sigstop", "burst"}
+    assert "create" in kinds

@@ -124,8 +124,8 @@ def test_rejections_are_read_from_the_plugins_log_as_it_grows(tmp_path: Path) ->
 
 
 def test_a_walk_without_some_kinds_never_draws_them() -> None:
-    walk = Walk(5, node_with(EIGHT), without=frozenset({"plugin-kill", "containerd-restart",
-                                                         "plugin-sigstop", "burst"}))
+    walk = Walk(5, node_with(EIGHT), without=frozenset({
+        "plugin-kill", "containerd-restart", "plugin-sigstop", "burst", "plugin-kill-mid-burst"}))
     kinds = {op["kind"] for _ in range(300) for op in walk.step()}
     assert not kinds & {"plugin-kill", "containerd-restart", "plugin-sigstop", "burst"}
     assert "create" in kinds

@@ -109,13 +109,14 @@ def start_container(soak: Soak, pod: Pod, name: str, kind: str, *, cpus: int,
     container = Container(pod=pod.name, name=name, kind=kind,
                           cpus=cpus if kind == INTEGER else 0, cid=cid, pid=status.pid or 0,
                           cgroups_path=status.cgroups_path or "", unmanaged=not managed)
-    with soak.lock:
-        pod.containers[name] = container
-        if kind == PINNED and pod.pin is None and managed:
-            pod.pin = CPUSet.parse(pod.annotation or "")
     soak.outcome(f"admitted {subject} as {cid[:12]}")
     if managed:
         refused_yet_exists(soak, subject, cid)
+    with soak.lock:
+        pod.containers[name] = container
+        # A pin admitted against the rules (a violation below) pins nothing in the model.
+        if kind == PINNED and pod.pin is None and managed and prediction.may_admit:
+            pod.pin = CPUSet.parse(pod.annotation or "")
     if managed and not prediction.may_admit:
         soak.violation(f"{subject} was admitted, but it does not fit: the model allows only "
                        f"refusals ({', '.join(sorted(prediction.reasons))})")

@@ -24,7 +24,7 @@ MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "2"))
 SLOW = "containerd-restart,plugin-sigstop,plugin-kill-mid-burst"
 """Faults a guest cannot afford many of in two minutes (each is tens of emulated seconds);
 the plugin killed -9 stays."""
-SEED = int(os.environ.get("NRI_CPUSET_VM_SOAK_SEED", "3"))
+SEED = int(os.environ.get("NRI_CPUSET_VM_SOAK_SEED", "4"))
 
 
 def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(

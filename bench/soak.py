@@ -172,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
         soak.offlinable = offlinable
         try:
             node.start()
-            deadline = None if replayed is not None else started + args.minutes * 60
+            # The walk's minutes start once the node is up (an emulated guest's containerd
+            # and plugin take a minute or more to start).
+            deadline = None if replayed is not None else time.monotonic() + args.minutes * 60
             soak.run(replayed if replayed is not None
                      else walked(Walk(seed, model, hotplug=offlinable,
                                       without=args.without)), deadline)

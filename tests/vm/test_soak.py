@@ -20,7 +20,7 @@ from tests.vm.conftest import ShapeFacts
 from tests.vm.runtime import RESULTS, SCALE, WORK
 
 REPO = Path(__file__).resolve().parents[2]
-MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "2"))
+MINUTES = float(os.environ.get("NRI_CPUSET_VM_SOAK_MINUTES", "1.5"))
 SLOW = "containerd-restart,plugin-sigstop,plugin-kill-mid-burst"
 """Faults a guest cannot afford many of in two minutes (each is tens of emulated seconds);
 the plugin killed -9 stays."""

@@ -7,7 +7,8 @@ and pinned pods (valid, overlapping, over integer containers, invalid, offline C
 init containers and sidecars, deletion, stop without remove, in-place resize, CRI
 ``--cpuset-cpus`` on shared containers, out-of-band cgroup writes. Faults: the plugin killed -9
 (also mid-burst), SIGSTOPped past the NRI request timeout, containerd restarted, runc refusing
-updates, a reload narrowing who may pin, a reader hammering the status socket.
+updates, a reload narrowing who may pin, a reader hammering the status socket, and with
+``--hotplug`` (root on cgroup v2: a VM lab guest) CPUs taken offline and back.
 
 Every step is written to ``history.jsonl`` in the run's directory (kept when a violation is
 found, with the plugin's and containerd's logs); ``--replay FILE`` runs the same operations.
@@ -15,7 +16,8 @@ Exits 1 on any violation, 2 when it cannot run; the last line counts operations,
 kind, checks and violations.
 
 Run: ``nox -s soak -- --minutes 10`` or ``python bench/soak.py [--minutes M] [--seed S]
-[--runtime 1.7|2.x] [--replay FILE]`` (root; ``scripts/install-containerd`` first).
+[--runtime 1.7|2.x] [--replay FILE] [--hotplug] [--time-scale F]`` (root;
+``scripts/install-containerd`` first).
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from chaos_soak import history, report
+from chaos_soak import history, hotplug, report
 from chaos_soak.history import Header, HistoryWriter, Op
 from chaos_soak.model import Node
 from chaos_soak.node import LabNode
 from chaos_soak.runner import Soak, Violated
-from chaos_soak.walk import Walk
+from chaos_soak.walk import WEIGHTS, Walk
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
@@ -84,8 +86,49 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the plugin's cpus.reserved (default: its default, none)")
     parser.add_argument("--if-available", action="store_true",
                         help="exit 0, saying so, when the runtime is not installed")
+    parser.add_argument("--hotplug", action="store_true",
+                        help="take CPUs offline and back (root, cgroup v2; never CPU 0)")
+    parser.add_argument("--time-scale", type=_scale, default=1.0, metavar="F",
+                        help="every wait F times longer (an emulated VM lab guest: 8)")
+    parser.add_argument("--without", type=_kinds, default=frozenset(), metavar="KIND,...",
+                        help=f"operations and faults the walk never draws ({', '.join(WEIGHTS)})")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     return parser.parse_args(argv)
+
+
+def _kinds(text: str) -> frozenset[str]:
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    if unknown := sorted(kinds - set(WEIGHTS)):
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {', '.join(unknown)} (known: "
+                                         f"{', '.join(WEIGHTS)})")
+    return kinds
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 100, got {text}")
+    return value
+
+
+def _machine(*, hotplugging: bool) -> tuple[CPUSet, CPUSet] | None:
+    """The online CPUs and those the walk may take offline; None (said why) when the soak
+    cannot run here."""
+    online = online_cpus()
+    if len(online) < 2:
+        print("soak: needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
+        return None
+    if not hotplugging:
+        return online, CPUSet()
+    try:
+        return online, hotplug.usable_cpus(online,
+                                           cgroup_version=hotplug.machine_cgroup_version())
+    except hotplug.HotplugUnavailable as err:
+        print(f"soak: {err}", file=sys.stderr)
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, read top down
@@ -112,30 +155,37 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
             print(f"soak: containerd {runtime} not available here; skipped")
             return 0
         return 2
-    online = online_cpus()
-    if len(online) < 2:
-        print("soak: needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
+    machine = _machine(hotplugging=args.hotplug)
+    if machine is None:
         return 2
+    online, offlinable = machine
     # Stopped by SIGTERM (CI's timeout, kill), the soak still removes its pods and runtime:
     # SystemExit runs the ``finally`` below, which the default action would skip.
     signal.signal(signal.SIGTERM, _terminated)
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
     model = Node(online=online, reserved=args.reserved)
-    node = LabNode(workdir, installation, model, verify_period=args.verify_period)
+    node = LabNode(workdir, installation, model, verify_period=args.verify_period,
+                   scale=args.time_scale)
     print(f"soak: seed {seed}, containerd {installation.version()} ({runtime}), online "
           f"{online}, {'replaying ' + str(args.replay) if replayed else f'{args.minutes} min'}"
           f", reserved {args.reserved.format() or 'none'}, verify_period "
-          f"{args.verify_period} s, history {workdir}/history.jsonl",
+          f"{args.verify_period} s, hotplug {offlinable.format() or 'off'}, history "
+          f"{workdir}/history.jsonl",
           flush=True)
     started = time.monotonic()
     failed = False
     with (workdir / "history.jsonl").open("w", encoding="utf-8") as out:
         soak = Soak(node, seed, HistoryWriter(out, Header(seed, runtime, online.format(),
                                                           args.minutes)))
+        soak.offlinable = offlinable
         try:
             node.start()
-            deadline = None if replayed is not None else started + args.minutes * 60
-            soak.run(replayed if replayed is not None else walked(Walk(seed, model)), deadline)
+            # The walk's minutes start once the node is up (an emulated guest's containerd
+            # and plugin take a minute or more to start).
+            deadline = None if replayed is not None else time.monotonic() + args.minutes * 60
+            soak.run(replayed if replayed is not None
+                     else walked(Walk(seed, model, hotplug=offlinable,
+                                      without=args.without)), deadline)
             soak.finish()
         except Violated:
             failed = True
@@ -146,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
             print("\n".join(soak.recent))
             soak.tally.violations.append("the soak itself failed (above)")
         finally:
+            hotplug.restore(soak.taken)
             node.close()
     minutes = (time.monotonic() - started) / 60
     for line in report.summary(soak.tally):

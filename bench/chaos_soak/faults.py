@@ -22,7 +22,6 @@ from cpuset_lab.pod_spec import PodSpec, cgroup_parent
 from . import operations
 from .history import Op
 from .model import PINNED, SHARED, Container, Pod
-from .node import REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
     from .runner import Soak
@@ -77,6 +76,8 @@ def burst(soak: Soak, op: Op) -> None:
             pod.containers["app"] = outcome
             if pod.annotation is not None and not killed:
                 pod.pin = CPUSet.parse(pod.annotation)
+        if not killed:
+            operations.refused_yet_exists(soak, f"{pod.name}/app (burst)", outcome.cid)
         if not killed and not predictions[pod.name].may_admit:
             soak.violation(f"{pod.name}/app ({outcome.kind}, burst) admitted, but it does "
                            f"not fit ({sorted(predictions[pod.name].reasons)})")
@@ -123,12 +124,12 @@ def plugin_sigstop(soak: Soak, op: Op) -> None:
     try:
         creating = threading.Thread(target=_create_during_stop, args=(soak, op))
         creating.start()
-        time.sleep(REQUEST_TIMEOUT + 1.5)
+        time.sleep(soak.node.request_timeout + 1.5)
     finally:
         os.kill(pid, signal.SIGCONT)
-    creating.join(timeout=120)
+    creating.join(timeout=120 * soak.node.scale)
     soak.outcome("plugin stopped past the request timeout, then continued")
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 15 * soak.node.scale
     while time.monotonic() < deadline and soak.node.plugin.count("synchronized") == synchronized:
         time.sleep(0.1)  # containerd may have dropped it: it reconnects and synchronizes
     soak.node.plugin_up = True
@@ -210,7 +211,7 @@ def pin_namespaces(soak: Soak, op: Op) -> None:
     before = _reloads(soak)
     soak.node.write_config(namespaces)
     soak.node.reload()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 10 * soak.node.scale
     while _reloads(soak) == before and time.monotonic() < deadline:
         time.sleep(0.05)
     with soak.lock:

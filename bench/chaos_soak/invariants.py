@@ -3,10 +3,10 @@ sentences naming the containers and the CPUs.
 
 Always (checked continuously while operations run): no CPU in the kernel cpusets of two
 exclusive owners (integer vs integer, integer vs pin). After settling: shared containers on
-exactly ``online − reserved − pins − exclusive``; every pin on exactly its annotation with the
-memory nodes of those CPUs; every integer container on exactly its N CPUs, outside reserved;
-the plugin's state document equal to the kernel. At the end: the plugin's state empty and its
-pool the whole of ``online − reserved``.
+exactly ``online − reserved − pins − exclusive``; every pin on exactly its annotation (its
+online part) with the memory nodes of those CPUs; every integer container on exactly its N
+CPUs, outside reserved; the plugin's state document equal to the kernel. At the end: the
+plugin's state empty and its pool the whole of ``online − reserved``.
 """
 
 from __future__ import annotations
@@ -73,11 +73,10 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
     for c in running:
         pod = node.pods[c.pod]
         if c.kind == PINNED and c.cid in view and pod.pin is not None:
-            got = view[c.cid]
-            if got.cpus != pod.pin or got.mems != nodes_of(pod.pin):
-                found.append(f"{_name(c)}: pinned to {pod.pin} (mems "
-                             f"{nodes_of(pod.pin)}), the kernel enforces {got.cpus} (mems "
-                             f"{got.mems})")
+            got, pin = view[c.cid], pod.pin & node.online  # its online part
+            if got.cpus != pin or got.mems != nodes_of(pin):
+                found.append(f"{_name(c)}: pinned to {pin} (mems {nodes_of(pin)}), the "
+                             f"kernel enforces {got.cpus} (mems {got.mems})")
     if any(c.faulted and c.kind == INTEGER for c in node.running()):
         return found  # where a refused integer container's CPUs went is not known
     exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)

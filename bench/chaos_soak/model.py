@@ -3,8 +3,9 @@ the runtime answered, never from the plugin's own view, and the outcomes it allo
 
 The rules are the plugin's documented ones (README, docs/operations.md), written again here:
 integer containers get N exclusive CPUs out of ``online − reserved − pins``; pinned pods get
-exactly their annotation; shared containers run on ``online − pins − exclusive`` (minus
-``reserved`` with a strict reservation), which must not be empty while one runs. CPUs given
+exactly their annotation (its online part, while a CPU is offline); shared containers run on
+``online − pins − exclusive`` (minus ``reserved`` with a strict reservation), which must not be
+empty while one runs. CPUs given
 up since the node last settled may still be draining (the plugin keeps them from exclusive
 owners until its verifier sees them left), so a creation that fits only by counting them may
 be refused or admitted.
@@ -116,8 +117,10 @@ class Node:
         return [c for c in self.running() if c.kind in kinds]
 
     def pins(self) -> CPUSet:
-        """The CPUs pinned by pods with a running container."""
-        return CPUSet.union_of(p.pin for p in self.pods.values() if p.pin is not None
+        """The online CPUs pinned by pods with a running container (a pin keeps its online
+        part while a CPU is offline, and takes the CPU back when it returns)."""
+        return CPUSet.union_of(p.pin & self.online for p in self.pods.values()
+                               if p.pin is not None
                                and any(c.state == "running" for c in p.containers.values()))
 
     def exclusive_count(self) -> int:
@@ -220,7 +223,10 @@ class Node:
             if pod.annotation is None:
                 continue
             pin, reasons = self.pin_refusals(pod)
-            pod.pin = None if reasons else pin
+            # A running pin with an offline CPU keeps its online part (none: it runs shared;
+            # the walk never takes a pin's last online CPU).
+            reasons.discard(UNAVAILABLE)
+            pod.pin = None if reasons or pin is None or not pin & self.online else pin
             kind = SHARED if pod.pin is None else PINNED
             for container in pod.containers.values():
                 container.kind = kind
@@ -234,3 +240,36 @@ class Node:
             if not shared or self.pool_count(pins, kept + container.cpus) >= 1:
                 container.kind = INTEGER
                 kept += container.cpus
+
+    # -- CPU hotplug --------------------------------------------------------------------------
+
+    def may_go_offline(self, cpu: int) -> bool:
+        """Whether taking ``cpu`` offline now has the one outcome this model knows: it is not
+        reserved, every running pin keeps an online CPU, the integer containers still fit
+        (one that loses a CPU gets as many elsewhere) and a shared CPU is left."""
+        if cpu not in self.online or cpu in self.reserved:
+            return False
+        after = Node(online=self.online - CPUSet([cpu]), reserved=self.reserved,
+                     strict_reservation=self.strict_reservation, pods=self.pods)
+        if len(after.online) < 2:
+            return False
+        for pod in self.pods.values():
+            if (pod.pin is not None and not pod.pin & after.online
+                    and any(c.state == "running" for c in pod.containers.values())):
+                return False
+        pins, exclusive = after.pins(), after.exclusive_count()
+        return after.free_count(pins, exclusive) >= 0 and after.pool_count(pins, exclusive) >= 1
+
+    def went_offline(self, cpu: int) -> None:
+        """``cpu`` is offline: integer containers that held it move, and what they held may
+        drain until the node settles. Until the plugin moves one, the kernel may run it
+        anywhere (cgroup v2 gives a cpuset left without an online CPU its parent's), so it
+        owns nothing until the node settles."""
+        self.online -= CPUSet([cpu])
+        for container in self.of_kind(INTEGER):
+            if cpu in container.actual:
+                self.uncertain += container.cpus
+                container.tampered = True
+
+    def came_online(self, cpu: int) -> None:
+        self.online |= CPUSet([cpu])

@@ -18,12 +18,13 @@ from cpuset_adapters.status_socket import read_status
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import Installation
 from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.plugin_log import events
 from cpuset_lab.plugin_process import PluginProcess
 
 from .model import Node
 
 REQUEST_TIMEOUT: Final = 2.0
-"""The runtime's NRI request timeout the lab configures (seconds)."""
+"""The runtime's NRI request timeout the lab configures (seconds, times ``--time-scale``)."""
 
 
 @dataclass(slots=True)
@@ -41,17 +42,42 @@ class Tally:
     """(plugin pid, VmRSS KiB, open descriptors) at each settle."""
 
 
+class Rejections:
+    """The containers the plugin's log says it refused (``reject`` events), by short id, read
+    as the log grows (a long run's log is megabytes: only what is new is read)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.offset = 0
+        self.ids: set[str] = set()
+
+    def refused(self, container_id: str) -> bool:
+        with self.log.open("rb") as text:
+            text.seek(self.offset)
+            new = text.read()
+        complete = new[:new.rfind(b"\n") + 1]  # a line being written is read next time
+        self.offset += len(complete)
+        self.ids.update(str(e.get("id", "")) for e in events(complete.decode(errors="replace"),
+                                                               "reject"))
+        return container_id[:12] in self.ids
+
+
 class LabNode:
     """containerd + ``nri-cpuset run`` in ``workdir``; ``verify_period`` goes to the plugin's
-    configuration (the soak settles for that long after each step)."""
+    configuration (the soak settles for that long after each step); every wait is ``scale``
+    times longer (an emulated guest)."""
 
     def __init__(self, workdir: Path, installation: Installation, model: Node,
-                 verify_period: int) -> None:
+                 verify_period: int, scale: float = 1.0) -> None:
         self.workdir = workdir
         self.model = model
         self.verify_period = verify_period
+        self.scale = scale
+        self.request_timeout = REQUEST_TIMEOUT * scale
         self.lab = LabContainerd(workdir / "lab", installation=installation,
-                                 request_timeout=f"{REQUEST_TIMEOUT:g}s", start_timeout=120)
+                                 request_timeout=f"{self.request_timeout:g}s",
+                                 registration_timeout=f"{5 * scale:g}s",
+                                 start_timeout=120 * scale)
         status = workdir / "status"
         status.mkdir(mode=0o700, exist_ok=True)
         (workdir / "plugin.log").touch()
@@ -61,10 +87,13 @@ class LabNode:
                                     args=("--config", str(self.config)))
         self.plugin_up = False
         self.tally = Tally()
+        self.rejections = Rejections(workdir / "plugin.log")
 
     @property
     def cri(self) -> KubeletClient:
-        return self.lab.client()
+        client = self.lab.client()
+        client.timeout = max(client.timeout, 60 * self.scale)
+        return client
 
     def start(self) -> None:
         self.lab.start()
@@ -87,7 +116,7 @@ class LabNode:
     def start_plugin(self) -> None:
         synchronized = self.plugin.count("synchronized")
         self.plugin.start()
-        self.plugin.wait_for("synchronized", synchronized + 1, timeout=60)
+        self.plugin.wait_for("synchronized", synchronized + 1, timeout=60 * self.scale)
         self.plugin_up = True
 
     def state(self) -> dict[str, Any]:
@@ -102,7 +131,7 @@ class LabNode:
         done = subprocess.run(  # noqa: S603 - our interpreter, our module
             [sys.executable, "-m", "cpuset_cli", "inspect", "--status-socket",
              str(self.plugin.status_socket), "-o", "json"],
-            capture_output=True, text=True, timeout=60, check=True)
+            capture_output=True, text=True, timeout=60 * self.scale, check=True)
         document: dict[str, Any] = json.loads(done.stdout)
         return document
 

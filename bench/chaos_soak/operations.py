@@ -1,7 +1,7 @@
 """Carrying out the pod operations on the lab's containerd over CRI, as a kubelet would, and
 judging each creation's and resize's outcome against the model: a refusal must carry the
-plugin's typed error, be one the model allows, and leave no container behind; what fits must
-not be refused."""
+plugin's typed error, be one the model allows, and leave no container behind; a container
+created must not be one the plugin refused; what fits must not be refused."""
 
 from __future__ import annotations
 
@@ -120,11 +120,14 @@ def start_container(soak: Soak, pod: Pod, name: str, kind: str, *, cpus: int,
     container = Container(pod=pod.name, name=name, kind=kind,
                           cpus=cpus if kind == INTEGER else 0, cid=cid, pid=status.pid or 0,
                           cgroups_path=status.cgroups_path or "", unmanaged=not managed)
+    soak.outcome(f"admitted {subject} as {cid[:12]}")
+    if managed:
+        refused_yet_exists(soak, subject, cid)
     with soak.lock:
         pod.containers[name] = container
-        if kind == PINNED and pod.pin is None and managed:
+        # A pin admitted against the rules (a violation below) pins nothing in the model.
+        if kind == PINNED and pod.pin is None and managed and prediction.may_admit:
             pod.pin = CPUSet.parse(pod.annotation or "")
-    soak.outcome(f"admitted {subject} as {cid[:12]}")
     if managed and not prediction.may_admit:
         soak.violation(f"{subject} was admitted, but it does not fit: the model allows only "
                        f"refusals ({', '.join(sorted(prediction.reasons))})")
@@ -155,8 +158,16 @@ def refused(soak: Soak, pod: Pod, name: str, subject: str, prediction: Predictio
         soak.violation(f"{subject} was refused ({reason}) but exists: {left}")
 
 
+def refused_yet_exists(soak: Soak, subject: str, cid: str) -> None:
+    """The runtime created the container: the plugin must not have refused it (its log's
+    ``reject`` events name what it refused, whatever it answered)."""
+    if soak.node.rejections.refused(cid):
+        soak.violation(f"{subject} exists as {cid[:12]}, but the plugin refused it (a "
+                       f"'reject' for {cid[:12]} in its log)")
+
+
 def wait_exited(soak: Soak, container: Container) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 30 * soak.node.scale
     while soak.cri.container_status(container.cid).state != "CONTAINER_EXITED":
         if time.monotonic() > deadline:
             soak.violation(f"init container {container.pod}/{container.name} never exited")

@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
 from cpuset_lab.kubelet import KubeletClient
 
-from . import faults, invariants, kernel, operations, report
+from . import faults, hotplug, invariants, kernel, operations, report
 from .history import HistoryWriter, Op
 from .model import INTEGER, Node
 from .node import LabNode
@@ -27,6 +28,7 @@ DISPATCH: Final[dict[str, Callable[[Soak, Op], None]]] = {
     "containerd-restart": faults.containerd_restart, "runc-refuse": faults.runc_refuse,
     "runc-allow": faults.runc_allow, "pin-namespaces": faults.pin_namespaces,
     "status-hammer": faults.status_hammer,
+    "cpu-offline": hotplug.cpu_offline, "cpu-online": hotplug.cpu_online,
 }
 """Every operation kind a history may hold."""
 SAMPLE: Final = 0.3
@@ -49,6 +51,10 @@ class Soak:
         self.hammers: list[threading.Thread] = []
         self.step = 0
         self.found: list[str] = []
+        self.taken: set[int] = set()
+        """CPUs the soak took offline and has not brought back yet."""
+        self.offlinable = CPUSet()
+        """CPUs it may take offline (``--hotplug``); none: a history's are skipped."""
         self.all_mems = kernel.numa_nodes(self.model.online)
 
     # -- what operations use ------------------------------------------------------------------
@@ -128,7 +134,8 @@ class Soak:
             thread.join()
         self.hammers.clear()
         began = time.monotonic()
-        deadline = began + 2 * self.node.verify_period + 4 + extra
+        limit = (2 * self.node.verify_period + 4) * self.node.scale
+        deadline = began + limit + extra
         while True:
             time.sleep(SAMPLE)
             self.check_always()
@@ -138,7 +145,7 @@ class Soak:
                 break
             if time.monotonic() > deadline:
                 self.found.extend(eventual)
-                self._stop_if_violated(f"after settling {2 * self.node.verify_period + 4} s")
+                self._stop_if_violated(f"after settling {limit:g} s")
         self.tally.settles.append(time.monotonic() - began)
         with self.lock:
             self.model.settled()
@@ -162,8 +169,11 @@ class Soak:
         return found
 
     def finish(self) -> None:
-        """Delete every pod, settle, and check the node is empty and nothing leaked."""
+        """Bring every CPU back, delete every pod, settle, and check the node is empty and
+        nothing leaked."""
         self.step += 1
+        for cpu in sorted(self.taken):
+            self.apply({"kind": "cpu-online", "cpu": cpu})
         for name in sorted(self.model.pods):
             self.apply({"kind": "delete", "pod": name})
         self.settle()

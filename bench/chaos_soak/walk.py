@@ -1,14 +1,16 @@
 """The seeded random walk: which operations and faults come next, weighted like a busy node
 (creations and deletions most, resizes, stops and out-of-band writes less, faults now and
 then), bounded by the node's capacity: what the model says fits is asked most of the time,
-and what does not fit, bad annotations and pins on offline CPUs now and then, on purpose."""
+and what does not fit, bad annotations and pins on offline CPUs now and then, on purpose.
+With CPU hotplug (``hotplug``: the CPUs it may take offline), a step now and then starts by
+taking one offline, when the model knows the outcome; it comes back one to three steps on."""
 
 from __future__ import annotations
 
 import random
 from typing import Final
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 
 from .history import Op
 from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Node
@@ -24,14 +26,26 @@ WEIGHTS: Final = {
 """Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
 BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")
 NAMESPACES: Final = ("default", "storage")
+HOTPLUG_CHANCE: Final = 0.3
+"""Of a step starting with a CPU going offline (with ``hotplug``; a separate draw, so a walk
+without hotplug draws exactly what it drew before)."""
+MAX_OFFLINE: Final = 2
 
 
 class Walk:
     """Draws steps from ``seed``; the model (kept by the runner) bounds them."""
 
-    def __init__(self, seed: int, node: Node) -> None:
+    def __init__(self, seed: int, node: Node, hotplug: CPUSet = EMPTY,
+                 without: frozenset[str] = frozenset()) -> None:
         self.rng = random.Random(seed)
         self.node = node
+        self.hotplug = hotplug
+        self.kinds = [kind for kind in WEIGHTS if kind not in without]
+        """The kinds drawn (``without`` some: an emulated guest skips the slow restarts)."""
+        self.machine = node.online
+        """Every CPU the walk may name in a pin (online or not)."""
+        self.offline_for: dict[int, int] = {}
+        """CPU → steps left before it comes back online."""
         self.pods_made = 0
         self.refusing: dict[str, int] = {}
         """pod/container → steps left while its runc refuses updates."""
@@ -44,6 +58,8 @@ class Walk:
                 del self.refusing[key]
                 pod, name = key.split("/")
                 ops.append({"kind": "runc-allow", "pod": pod, "container": name})
+        if self.hotplug:
+            ops += self._hotplug()
         for _ in range(self.rng.choice((1, 1, 2, 3, 4))):
             op = self._one()
             if isinstance(op, list):
@@ -53,8 +69,7 @@ class Walk:
         return ops
 
     def _one(self) -> Op | list[Op] | None:
-        kinds = list(WEIGHTS)
-        kind = self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
+        kind = self.rng.choices(self.kinds, weights=[WEIGHTS[k] for k in self.kinds])[0]
         return getattr(self, "_" + kind.replace("-", "_"))()  # type: ignore[no-any-return]
 
     # -- helpers ------------------------------------------------------------------------------
@@ -109,7 +124,7 @@ class Walk:
         return self._create(INTEGER, cpus=self._fitting_integer())
 
     def _create_pinned(self) -> Op | None:
-        online = sorted(self.node.online)
+        online = sorted(self.machine)  # an offline CPU now and then, with hotplug
         first = self.rng.choice(online)
         last = self.rng.choice([c for c in online if c >= first])
         pin = CPUSet.range(first, last) if self.rng.random() < 0.8 else CPUSet([first])
@@ -217,6 +232,26 @@ class Walk:
         if (taker := self._create(INTEGER, cpus=1)) is not None:
             ops.append(taker)
         return ops
+
+    def _hotplug(self) -> list[Op]:
+        """CPUs whose time is up come back; then, now and then, one goes offline: not while
+        a runtime refuses updates (where a refused move lands is not known) and only when the
+        model knows the outcome (``Node.may_go_offline``)."""
+        ops: list[Op] = []
+        for cpu in sorted(self.offline_for):
+            self.offline_for[cpu] -= 1
+            if self.offline_for[cpu] <= 0:
+                del self.offline_for[cpu]
+                ops.append({"kind": "cpu-online", "cpu": cpu})
+        if self.rng.random() >= HOTPLUG_CHANCE or self.refusing or ops:
+            return ops
+        choices = [cpu for cpu in self.hotplug if cpu not in self.offline_for
+                   and self.node.may_go_offline(cpu)]
+        if len(self.offline_for) >= MAX_OFFLINE or not choices:
+            return ops
+        cpu = self.rng.choice(choices)
+        self.offline_for[cpu] = self.rng.randint(1, 3)
+        return [{"kind": "cpu-offline", "cpu": cpu}]
 
     def _narrow_pins(self) -> Op | None:
         narrow = self.node.namespaces == ("*",)

@@ -123,7 +123,7 @@ SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="default",
           summary="2 sockets x 2 cores x 2 threads, 2 NUMA nodes, cgroup v2",
           nodes=_TWO_NODES, distances={(0, 1): 21},
-          tests=(*_CORE_TESTS, "test_dry_run.py"), in_ci=True),
+          tests=(*_CORE_TESTS, "test_dry_run.py", "test_soak.py"), in_ci=True),
     Shape(name="memoryless",
           summary="2 sockets x 2 cores x 2 threads, 4 NUMA nodes, node 3 without memory, "
                   "cgroup v2",

@@ -10,16 +10,13 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.systemd_notify import SystemdNotifier, address, message
+from tests.builders.systemd import notify_manager
 
 
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[tuple[str, socket.socket]]:
-    """A bound datagram socket where systemd's would be, and its path."""
-    path = str(tmp_path / "notify")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        sock.bind(path)
-        sock.settimeout(5)
-        yield path, sock
+    with notify_manager(tmp_path, timeout=5) as bound:
+        yield bound
 
 
 def test_ready_and_status_arrive_as_one_datagram_of_lines(

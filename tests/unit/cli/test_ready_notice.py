@@ -16,16 +16,14 @@ from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_core import CpusetEngine
 from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
+from tests.builders.systemd import notify_manager
 from tests.unit.nri.handler_harness import TOPOLOGY
 
 
 @pytest.fixture
 def manager(tmp_path: Path) -> Iterator[tuple[str, socket.socket]]:
-    path = str(tmp_path / "notify")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        sock.bind(path)
-        sock.settimeout(0.0)
-        yield path, sock
+    with notify_manager(tmp_path, timeout=0.0) as bound:
+        yield bound
 
 
 def received(sock: socket.socket) -> list[bytes]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,4 +72,7 @@ def leftover_cgroups(uids: Iterable[str], cids: Iterable[str]) -> list[str]:
     kubepods = base / "kubepods"
     if not kubepods.is_dir():
         return []
-    return sorted(str(p) for p in kubepods.rglob("*") if p.is_dir() and p.name in names)
+    # os.walk skips what vanishes while it reads (other runs on the node remove their pods'
+    # cgroups meanwhile); rglob raised FileNotFoundError at the end of a 60-minute run.
+    return sorted(os.path.join(parent, name) for parent, dirs, _files in os.walk(kubepods)
+                  for name in dirs if name in names)

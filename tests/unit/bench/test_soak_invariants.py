@@ -3,10 +3,15 @@ one finds what it is there for, and stays quiet on a correct node."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from chaos_soak import kernel
 from chaos_soak.invariants import empty_state, exclusive_owners, placements, state_matches
 from chaos_soak.model import BEST_EFFORT, INTEGER, PINNED, SHARED
 from chaos_soak.report import descriptor_growth
 
+from cpuset_adapters import cgroupfs
 from cpuset_core import CPUSet
 from tests.unit.bench.soak_fixtures import FOUR, TWO, enforced, node_with, pod, running
 
@@ -119,3 +124,15 @@ def test_shared_containers_with_no_pool_to_go_to_are_left_where_they_run() -> No
     state = {"containers": [{"id": "p1", "cpus": "0-1"}, {"id": "s1", "cpus": ""}],
              "shared_pool": ""}
     assert state_matches(node, view, state) == []
+
+
+def test_leftover_cgroups_are_found_by_name_in_the_cpuset_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cgroupfs, "CGROUP_ROOT", tmp_path)
+    (tmp_path / "cpuset/kubepods/burstable/poda/c1").mkdir(parents=True)
+    (tmp_path / "cpuset/kubepods/podb").mkdir(parents=True)
+    (tmp_path / "cpuset/kubepods/podother").mkdir(parents=True)
+    assert kernel.leftover_cgroups(["a", "b"], ["c1"]) == [
+        str(tmp_path / "cpuset/kubepods/burstable/poda"),
+        str(tmp_path / "cpuset/kubepods/burstable/poda/c1"),
+        str(tmp_path / "cpuset/kubepods/podb")]

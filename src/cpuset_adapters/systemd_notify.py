@@ -50,7 +50,9 @@ class SystemdNotifier:
     """Sends ``sd_notify`` messages to the manager that started this process, if any."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self.address = address(os.environ if environ is None else environ)
+        environ = os.environ if environ is None else environ
+        self.address = address(environ)
+        self._named = environ.get(ENV, "")
 
     @property
     def enabled(self) -> bool:
@@ -67,6 +69,6 @@ class SystemdNotifier:
                 sock.sendall(message(fields))
         except OSError as exc:
             _log.warning("could not tell systemd %s at %s: %s", ",".join(fields),
-                         os.environ.get(ENV, ""), exc)
+                         self._named, exc)
             return False
         return True

@@ -64,8 +64,8 @@ def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, log: Path) ->
     """Overrides for the shipped unit: this checkout's plugin on the lab's NRI socket. An
     interpreter under a home directory (pyenv's ``/root/.pyenv``) needs homes visible, which
     the unit's ``ProtectHome=yes`` hides: then they are made read-only instead."""
-    home = Path(python).resolve().is_relative_to("/root") or \
-        Path(python).resolve().is_relative_to("/home")
+    interpreter = Path(python).resolve()
+    home = any(interpreter.is_relative_to(homes) for homes in ("/root", "/home"))
     return "\n".join([
         "[Service]", "ExecStart=",
         f"ExecStart={python} -m cpuset_cli run --config {config} --nri-socket {nri_socket} "

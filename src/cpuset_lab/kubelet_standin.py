@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from cpuset_adapters.cri.client import CriError
-from cpuset_core import QoS
+from cpuset_core import DEFAULT_PIN_ANNOTATION, QoS
 from cpuset_lab.image import DEFAULT_ENTRYPOINT
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed
 
-PIN: Final = "weka.io/cores-ids"
 FIRST_WORDS: Final = "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status; "
 """Prefixed to the image's entrypoint: the container's first instruction reads where it runs."""
 
@@ -71,7 +70,7 @@ def run_pod(cri: KubeletClient, pod: dict[str, Any], *, driver: str,
     log_dir.mkdir(parents=True, exist_ok=True)
     spec = PodSpec(name=name, uid=uid, attempt=len(mine), log_directory=str(log_dir),
                    cgroup_parent=cgroup_parent(qos, uid, driver=driver),
-                   annotations={PIN: pod["pins"]} if pod.get("pins") else {})
+                   annotations={DEFAULT_PIN_ANNOTATION: pod["pins"]} if pod.get("pins") else {})
     pod_id = cri.run_pod(spec)
     resources = (guaranteed(pod["cpus"], "64Mi") if qos is QoS.GUARANTEED
                  else container_resources(cpu_request="100m"))

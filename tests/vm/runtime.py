@@ -56,6 +56,16 @@ def wait_until(check: Callable[[], bool], what: Callable[[], str] | str,
         time.sleep(0.2)
 
 
+def read_state(status_socket: Path | str) -> dict[str, Any] | None:
+    """The state document (``inspect -o json``) of the plugin serving ``status_socket``, or
+    None while it cannot answer."""
+    result = CliRunner().invoke(inspect, ["--status-socket", str(status_socket), "-o", "json"])
+    if result.exit_code != 0:
+        return None
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
 class Plugin:
     """``nri-cpuset run`` as a child process, logging to the results directory."""
 
@@ -85,11 +95,7 @@ class Plugin:
 
     def state(self) -> dict[str, Any] | None:
         """The plugin's state document (``inspect -o json``), or None while it cannot answer."""
-        result = CliRunner().invoke(inspect, ["--status-socket", str(self.status), "-o", "json"])
-        if result.exit_code != 0:
-            return None
-        document: dict[str, Any] = json.loads(result.stdout)
-        return document
+        return read_state(self.status)
 
     def wait_synchronized(self, timeout: float) -> dict[str, Any]:
         def synchronized() -> bool:

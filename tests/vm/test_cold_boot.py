@@ -12,7 +12,6 @@ the shape's other modules and leaves no unit, process or file of its own behind.
 from __future__ import annotations
 
 import datetime
-import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,17 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from cpuset_adapters.default_paths import STATUS_SOCKET
-from cpuset_cli.commands.inspect import inspect
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cold_boot import CONTAINERD, KUBELET, PLUGIN, ColdBootNode, PluginMode
 from cpuset_lab.containerd_install import find_installation
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.kubelet_standin import first_words
 from tests.vm import kernel
-from tests.vm.runtime import RESULTS, SCALE, WORK, consistency_problems, wait_until
+from tests.vm.runtime import (
+    RESULTS,
+    SCALE,
+    WORK,
+    consistency_problems,
+    read_state,
+    wait_until,
+)
 
 BOOT_TIMEOUT = 60
 """Host seconds (scaled) for a boot: containerd, the plugin and three pods under systemd."""
@@ -61,12 +65,11 @@ class Booted:
     cri: KubeletClient
 
     def reachable(self) -> bool:
-        return CliRunner().invoke(inspect, ["--status-socket", STATUS_SOCKET]).exit_code == 0
+        return read_state(STATUS_SOCKET) is not None
 
     def state(self) -> dict[str, Any]:
-        result = CliRunner().invoke(inspect, ["--status-socket", STATUS_SOCKET, "-o", "json"])
-        assert result.exit_code == 0, result.output
-        document: dict[str, Any] = json.loads(result.stdout)
+        document = read_state(STATUS_SOCKET)
+        assert document is not None, f"inspect cannot reach the plugin on {STATUS_SOCKET}"
         return document
 
 

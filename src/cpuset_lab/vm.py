@@ -41,6 +41,9 @@ BOOT_TIMEOUT: Final = 600.0
 SHAPE_TIMEOUT: Final = 2400.0
 TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
+GUEST_TUNING: Final = "NRI_CPUSET_VM_SOAK_"
+"""Variables of this machine's environment the guest's tests read (the soak's minutes and
+seed): the guest inherits no environment, so ``guest.env`` exports them."""
 _QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
 _LOCKUP: Final = re.compile(r"soft lockup - CPU#\d+ stuck for (\d+)s")
 STALL_LIMIT: Final = 120
@@ -89,8 +92,11 @@ def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str])
               "CGROUP": str(shape.cgroup), "CGROUP_DRIVER": shape.cgroup_driver,
               "TIME_SCALE": str(TIME_SCALE), "RUNTIME": runtime_named().name,
               "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args)}
+    passed_on = {key: value for key, value in sorted(os.environ.items())
+                 if key.startswith(GUEST_TUNING)}
     (results / "guest.env").write_text(
-        "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items()))
+        "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
+        + "".join(f"export {key}={shlex.quote(value)}\n" for key, value in passed_on.items()))
 
 
 def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[str]:

@@ -3,6 +3,7 @@ results directory is judged (no boot, no results, skips and pytest's exit code 5
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
@@ -178,3 +179,19 @@ def test_a_relative_results_directory_is_made_absolute_for_the_guest() -> None:
     args = vm._parser().parse_args(["--results", "build/x"])
     assert args.results == Path("build/x").resolve()
     assert args.results.is_absolute()
+
+
+def test_the_soaks_tuning_reaches_the_guest_and_nothing_else_of_this_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NRI_CPUSET_VM_SOAK_MINUTES", "10")
+    monkeypatch.setenv("NRI_CPUSET_VM_SOAK_SEED", "7 8")
+    monkeypatch.setenv("NRI_CPUSET_NOT_FOR_THE_GUEST", "x")
+    vm.prepare(SHAPES["soak"], tmp_path / "r", python="/py", pytest_args=[])
+    env = (tmp_path / "r" / "guest.env").read_text()
+    assert "export NRI_CPUSET_VM_SOAK_MINUTES=10\n" in env
+    assert "export NRI_CPUSET_VM_SOAK_SEED='7 8'\n" in env
+    assert "NOT_FOR_THE_GUEST" not in env
+    shell = subprocess.run(["bash", "-c", f"source {tmp_path / 'r' / 'guest.env'}; "
+                            "bash -c 'echo $NRI_CPUSET_VM_SOAK_SEED'"],
+                           capture_output=True, text=True, check=True)
+    assert shell.stdout == "7 8\n"

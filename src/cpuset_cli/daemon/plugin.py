@@ -29,6 +29,7 @@ from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
+from cpuset_cli.daemon.update_patience import UpdatePatience, send_patiently
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
     ContainerUpdate,
@@ -47,9 +48,6 @@ whose locks can deadlock (``locks_are_safe``); until then pending updates ride o
 MEMORY_PERIOD = 10.0
 """Seconds between returns of freed memory to the system (``process_memory``), each made
 when the runtime has not called for a second."""
-SECONDS_PER_UPDATE = 0.05
-"""A generous bound on what containerd takes per container of an UpdateContainers call (runc
-updates each one): a batch slower than that, and than ``QUIET``, is taken to be deadlocked."""
 
 
 @dataclass
@@ -77,6 +75,8 @@ class Daemon:
     notifier: SystemdNotifier = field(default_factory=SystemdNotifier)
     """systemd's ``NOTIFY_SOCKET``, when a ``Type=notify`` unit started the plugin."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
+    patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
+    """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
     ready_notice: ReadyNotice = field(init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
@@ -108,10 +108,10 @@ class Daemon:
         return self.session.quiet_for() >= QUIET
 
     async def _send(self, updates: Sequence[ContainerUpdate]) -> None:
-        # A deadlocked call never returns; a long batch does, at runc's pace per container.
-        timeout = (None if self._locks_safe()
-                   else max(QUIET, SECONDS_PER_UPDATE * len(updates)))
-        await self.session.apply_updates(updates, timeout=timeout)
+        if self._locks_safe():
+            await self.session.apply_updates(updates)
+        else:  # a deadlocked call never returns; a long batch does, at runc's pace
+            await send_patiently(self.session, updates, self.patience)
 
     @property
     def endpoint(self) -> Endpoint:

@@ -5,6 +5,7 @@ every operation with its step number, written as it runs, so a violation can be 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,16 +42,22 @@ class Step:
 
 
 class HistoryWriter:
-    """Appends each step's operations as they run (flushed: a crash keeps what ran)."""
+    """Appends each step's operations as they run (flushed: a crash keeps what ran), each with
+    the seconds since the run began (``at``: how long an operation took shows when a slow one
+    is looked into; a replay ignores it)."""
 
     def __init__(self, out: IO[str], header: Header) -> None:
         self.out = out
+        self.began = time.monotonic()
         out.write(header.to_json() + "\n")
         out.flush()
 
-    def write(self, step: int, op: Op) -> None:
-        self.out.write(json.dumps({"step": step, "op": op}, sort_keys=True) + "\n")
+    def write(self, step: int, op: Op) -> float:
+        """Writes ``op``; returns its ``at``."""
+        at = round(time.monotonic() - self.began, 1)
+        self.out.write(json.dumps({"step": step, "at": at, "op": op}, sort_keys=True) + "\n")
         self.out.flush()
+        return at
 
 
 def parse(lines: Iterable[str], *, source: str = "history") -> tuple[Header, list[Step]]:

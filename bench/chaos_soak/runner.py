@@ -115,8 +115,8 @@ class Soak:
         kind = op["kind"]
         if kind not in DISPATCH:
             raise ValueError(f"unknown operation kind {kind!r} (known: {sorted(DISPATCH)})")
-        self.history.write(self.step, op)
-        self.recent.append(f"  step {self.step}: {op}")
+        at = self.history.write(self.step, op)
+        self.recent.append(f"  step {self.step} (+{at:.1f} s): {op}")
         self.tally.ops[kind] += 1
         try:
             DISPATCH[kind](self, op)

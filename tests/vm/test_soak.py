@@ -3,8 +3,9 @@ offline and back (``--hotplug``) on a machine with two NUMA nodes and cgroup v2:
 host's soak cannot reach (a pin's memory nodes, hotplug).
 
 The soak runs its own containerd and plugin (it restarts and kills them), beside the session's
-(``guest``), which it does not touch. Its history, output and the plugin's log are kept with
-the results (``soak/``). ``NRI_CPUSET_VM_SOAK_MINUTES`` and ``..._SEED`` change the walk."""
+(``guest``), which it does not touch. Its history, output and the plugin's and containerd's
+logs are kept with the results (``soak/``). ``NRI_CPUSET_VM_SOAK_MINUTES`` and ``..._SEED``
+change the walk."""
 
 from __future__ import annotations
 
@@ -45,9 +46,9 @@ def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(
     (out / "soak.log").write_text(done.stdout + done.stderr)
     kept = re.search(r"run directory kept: (\S+) ", done.stdout)
     if kept:
-        for name in ("history.jsonl", "plugin.log"):
+        for name in ("history.jsonl", "plugin.log", "lab/containerd.log"):
             if (Path(kept.group(1)) / name).exists():
-                shutil.copy(Path(kept.group(1)) / name, out / name)
+                shutil.copy(Path(kept.group(1)) / name, out / Path(name).name)
     closing = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(no output)"
     print(f"\nsoak ({' '.join(command[2:])}): {took:.0f} s in the guest\n{closing}")
     assert done.returncode == 0, f"the soak exited {done.returncode}:\n{done.stdout[-6000:]}" \

@@ -5,6 +5,7 @@ same for the same seed."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from chaos_soak.history import Header, HistoryError, HistoryWriter, ops_of, parse
@@ -26,6 +27,19 @@ def test_a_written_history_reads_back_as_the_same_steps() -> None:
     assert [(s.number, [op["kind"] for op in s.ops]) for s in steps] == [
         (1, ["create", "plugin-kill"]), (3, ["delete"])]
     assert [n for n, _ in ops_of(steps)] == [1, 1, 3]
+
+
+def test_each_operation_is_stamped_with_when_it_ran_and_old_histories_still_replay() -> None:
+    out = io.StringIO()
+    writer = HistoryWriter(out, HEADER)
+    first = writer.write(1, {"kind": "plugin-kill"})
+    writer.began -= 12.34  # the run began 12.34 s earlier than it did
+    second = writer.write(2, {"kind": "plugin-kill"})
+    stamps = [json.loads(line).get("at") for line in out.getvalue().splitlines()[1:]]
+    assert stamps == [first, second]
+    assert second - first >= 12.3
+    unstamped = [HEADER.to_json(), '{"step": 1, "op": {"kind": "plugin-kill"}}']
+    assert [s.number for s in parse(unstamped)[1]] == [1]
 
 
 @pytest.mark.parametrize(("lines", "message"), [

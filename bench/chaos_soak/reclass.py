@@ -1,7 +1,8 @@
 """A container a Synchronize ran shared although it asks for more — a Guaranteed container
 when the pool would have been empty, a pin from a namespace not allowed then — changes class
 at its next update: the plugin places it afresh as a creation would be placed, or refuses
-the update (``CpusetEngine.plan_resize``). Which class, and what the plugin may answer."""
+the update (``CpusetEngine.plan_resize``). Which class, and what the plugin may answer. A pin
+whose namespace may still not pin, or whose annotation is invalid, stays shared."""
 
 from __future__ import annotations
 
@@ -9,19 +10,32 @@ from typing import TYPE_CHECKING, Final
 
 from cpuset_core.cpuset import CPUSet
 
-from .model import INTEGER, PINNED, SHARED, Container, Pod, Prediction
+from .model import (
+    INTEGER,
+    INVALID_ANNOTATION,
+    NAMESPACE,
+    PINNED,
+    SHARED,
+    Container,
+    Pod,
+    Prediction,
+)
 
 if TYPE_CHECKING:
     from .runner import Soak
 
 CHANGING_CLASS: Final = "changing-class"
 """A container's kind while the model judges the class it may take at an update."""
+KEPT_SHARED: Final = frozenset({NAMESPACE, INVALID_ANNOTATION})
+"""Why a running pin stays where it runs at an update rather than being refused."""
 
 
 def class_change(soak: Soak, pod: Pod, container: Container) -> tuple[str, Prediction] | None:
     """The class a shared-running container takes at its next update, and what the plugin may
     answer; ``None`` when it stays shared."""
     if container.kind != SHARED or not (container.cpus or pod.annotation is not None):
+        return None
+    if pod.annotation is not None and soak.model.pin_refusals(pod)[1] & KEPT_SHARED:
         return None
     soak.refresh_integers()
     with soak.lock:

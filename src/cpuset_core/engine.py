@@ -124,7 +124,9 @@ class CpusetEngine:
 
         An integer container that shrinks keeps the best-shaped subset of its CPUs; one that
         grows keeps its CPUs and gets more next to them; a container that changes class
-        (integer ↔ shared) is placed afresh; a pinned container keeps its pin. The plan's
+        (integer ↔ shared) is placed afresh; a pinned container keeps its pin, and so does a
+        running container whose pin annotation is not (or no longer) allowed or valid: it
+        keeps where it runs (shared, when a Synchronize ran it so). The plan's
         placement is the container's new cpuset. Raises an :class:`AdmissionError` subclass
         (and changes nothing) when the new size cannot be satisfied.
         """

@@ -19,6 +19,8 @@ from cpuset_core.draining import Draining
 from cpuset_core.errors import (
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
+    InvalidAnnotationError,
+    PinNotAllowedError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
 )
@@ -79,7 +81,15 @@ class ChangePlanner:
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """See :meth:`CpusetEngine.plan_resize`."""
         current = self.base.get(container.id)
-        decision = classify(pod, container, self.settings)
+        try:
+            decision = classify(pod, container, self.settings)
+        except (InvalidAnnotationError, PinNotAllowedError) as exc:
+            if current is None or current.kind is Kind.INTEGER:
+                raise
+            # Running already with a pin it may not claim now (a Synchronize kept it shared, or
+            # the allowlist narrowed since): a resize keeps it where it runs. Refusing would
+            # fail every resize of the pod until it is recreated.
+            return self.unchanged(container.id, f"{exc.detail}; keeps its placement")
         if current is None or current.kind is not decision.kind:
             return self.create(pod, container)  # unknown, or a change of class
         if current.kind is Kind.ANNOTATED:

@@ -3,6 +3,8 @@ or a resize it allows, on hand-worked nodes, and what draining and a resynchroni
 
 from __future__ import annotations
 
+import threading
+
 from chaos_soak.model import (
     INSUFFICIENT,
     INTEGER,
@@ -13,10 +15,11 @@ from chaos_soak.model import (
     REASSIGNMENT,
     SHARED,
     UNAVAILABLE,
+    Node,
     Pod,
 )
 from chaos_soak.operations import reason_of
-from chaos_soak.reclass import CHANGING_CLASS
+from chaos_soak.reclass import CHANGING_CLASS, class_change
 
 from cpuset_core import CPUSet
 from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
@@ -157,3 +160,35 @@ def test_a_pin_run_shared_while_its_namespace_was_not_allowed_is_judged_as_leavi
     node.namespaces = ("*",)
     demoted.kind = CHANGING_CLASS
     assert node.predict_pinned(p1059).must_admit
+
+
+class _Judging:
+    """What ``class_change`` uses of a soak: its model and lock."""
+
+    def __init__(self, model: Node) -> None:
+        self.model = model
+        self.lock = threading.RLock()
+
+    def refresh_integers(self) -> None:
+        pass
+
+
+def test_a_pin_kept_shared_stays_shared_at_its_update_while_its_namespace_may_not_pin(
+        ) -> None:
+    # CpusetEngine.plan_resize keeps a running container whose pin it may not claim where it
+    # runs, instead of refusing the kubelet's update.
+    demoted = running(SHARED, "b")
+    p9 = pod("p9", demoted)
+    p9.annotation = "1"
+    node = node_with(TWO, p9, pod("web", running(SHARED, "c")))
+    soak = _Judging(node)
+    node.namespaces = ("storage",)
+    assert class_change(soak, p9, demoted) is None  # type: ignore[arg-type]
+    p9.annotation = "1-"
+    node.namespaces = ("*",)
+    assert class_change(soak, p9, demoted) is None  # type: ignore[arg-type]
+    p9.annotation = "1"
+    change = class_change(soak, p9, demoted)  # type: ignore[arg-type]
+    assert change is not None
+    assert change[0] == PINNED
+    assert demoted.kind == SHARED

@@ -15,6 +15,7 @@ from chaos_soak.model import (
     REASSIGNMENT,
     SHARED,
     UNAVAILABLE,
+    Container,
     Node,
     Pod,
 )
@@ -146,15 +147,19 @@ def test_a_guaranteed_container_kept_shared_is_judged_as_leaving_the_pool_at_its
     assert not node.predict_integer(1).allows(None)
 
 
+def _demoted_pin(name: str) -> tuple[Node, Pod, Container]:
+    """A pod pinned to CPU 1 whose container a Synchronize ran shared, beside a shared pod."""
+    demoted = running(SHARED, "b")
+    pinned = pod(name, demoted)
+    pinned.annotation = "1"
+    return node_with(TWO, pinned, pod("web", running(SHARED, "c"))), pinned, demoted
+
 
 def test_a_pin_run_shared_while_its_namespace_was_not_allowed_is_judged_as_leaving_the_pool(
         ) -> None:
     # Seed 2125 on containerd 2.1, step 2537: a Synchronize ran p1059's pin shared (its
     # namespace not allowed then); after a reload allowing it, its CRI update pinned it again.
-    demoted = running(SHARED, "b")
-    p1059 = pod("p1059", demoted)
-    p1059.annotation = "1"
-    node = node_with(TWO, p1059, pod("web", running(SHARED, "c")))
+    node, p1059, demoted = _demoted_pin("p1059")
     node.namespaces = ("storage",)
     assert node.predict_pinned(p1059).allows(NAMESPACE)
     node.namespaces = ("*",)
@@ -177,10 +182,7 @@ def test_a_pin_kept_shared_stays_shared_at_its_update_while_its_namespace_may_no
         ) -> None:
     # CpusetEngine.plan_resize keeps a running container whose pin it may not claim where it
     # runs, instead of refusing the kubelet's update.
-    demoted = running(SHARED, "b")
-    p9 = pod("p9", demoted)
-    p9.annotation = "1"
-    node = node_with(TWO, p9, pod("web", running(SHARED, "c")))
+    node, p9, demoted = _demoted_pin("p9")
     soak = _Judging(node)
     node.namespaces = ("storage",)
     assert class_change(soak, p9, demoted) is None  # type: ignore[arg-type]

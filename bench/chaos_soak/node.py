@@ -122,7 +122,10 @@ class LabNode:
     def state(self) -> dict[str, Any]:
         """The plugin's state document, as ``nri-cpuset inspect -o json`` prints it."""
         assert self.plugin.status_socket is not None
-        document: dict[str, Any] = json.loads(read_status(self.plugin.status_socket))
+        # Scaled: an emulated guest's plugin, just restarted, answers between its catch-up's
+        # slices, seconds apart (a VM soak once stopped on the unscaled 5 s).
+        document: dict[str, Any] = json.loads(read_status(self.plugin.status_socket,
+                                                          timeout=5 * self.scale))
         return document
 
     def inspect(self) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The configuration on a real containerd (1.7 or 2.x): refused at startup when invalid, who may pin
 (the namespace allowlist), reloads on SIGHUP and on file change (the last good configuration
-kept when the new one is invalid), and the pre-installed launcher started by containerd with
-its configuration file and its drop-in plugin config.
+kept when the new one is invalid), a running pin resized after its namespace lost the right
+(it stays where it runs), and the pre-installed launcher started by containerd with its
+configuration file and its drop-in plugin config.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.resources import container_resources
 from tests.e2e.plugin_harness import (
     ONLINE,
     SRC,
@@ -143,6 +145,27 @@ def test_a_changed_file_is_reloaded_by_itself(plugin: Plugin, lab: LabContainerd
     assert "observability.lisn: unknown key" in plugin.text()
     assert refused(cri, lab) == ""  # the last good allowlist still admits it
 
+
+def test_a_running_pin_whose_namespace_lost_the_right_is_resized_not_refused(
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, config_file: Path) -> None:
+    """Found by the chaos soak: once the allowlist dropped a running pin's namespace, every
+    resize of that pin (a kubelet's UpdateContainerResources) was refused, also after a
+    Synchronize ran it shared, until the pod was recreated. It stays where it runs."""
+    pin = CPUSet([ONLINE.last()])
+    with pod(cri, "pinned", QosClass.BURSTABLE, pins=pin.format(), namespace="storage") as io:
+        app = shared(cri, lab, io)
+        assert cpus(cri, app) == pin
+        config_file.write_text('[pinning]\nnamespaces = ["default"]\n' + CONSOLE)
+        wait_for_log(plugin, 'file change: applied pinning.namespaces = ["default"]')
+        cri.update_resources(app, container_resources(cpu_request="200m"))
+        assert cpus(cri, app) == pin  # pinned until a Synchronize: it keeps its pin
+        plugin.kill()
+        plugin.start()
+        plugin.wait_synchronized(2)
+        wait_until(lambda: cpus(cri, app) == ONLINE, "the Synchronize running it shared")
+        cri.update_resources(app, container_resources(cpu_request="300m"))
+        assert cpus(cri, app) == ONLINE
+        assert "pin-namespace-not-allowed" in plugin.text()  # reported at the Synchronize
 
 @needs_two_cpus
 def test_the_preinstalled_launcher_runs_with_its_config_file_and_drop_in(tmp_path: Path) -> None:

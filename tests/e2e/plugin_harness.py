@@ -118,12 +118,16 @@ def serving(lab: LabContainerd, running: P) -> Iterator[P]:
 
 def actual(cri: KubeletClient, cid: str) -> tuple[CPUSet, CPUSet]:
     """The container's CPUs and memory nodes as the kernel enforces them (cgroup and /proc
-    must agree)."""
+    must agree; a write landing between the two reads is read again, up to 1 s)."""
     status = cri.container_status(cid)
     assert status.pid is not None
     assert status.cgroups_path is not None
-    cgroup = cgroupfs.container_cpuset(status.cgroups_path)
-    affinity = cgroups.process_affinity(status.pid)
+    for _ in range(10):
+        cgroup = cgroupfs.container_cpuset(status.cgroups_path)
+        affinity = cgroups.process_affinity(status.pid)
+        if cgroup.effective_cpus == affinity.cpus:
+            break
+        time.sleep(0.1)
     assert cgroup.effective_cpus == affinity.cpus, (cgroup, affinity)
     return affinity.cpus, affinity.mems
 

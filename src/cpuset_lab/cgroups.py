@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from cpuset_adapters.cgroupfs import CGROUP_ROOT, PROC_ROOT, cgroup_version, expand_systemd_path
+from cpuset_adapters.cgroupfs import (
+    CGROUP_ROOT,
+    PROC_ROOT,
+    CgroupCpuset,
+    cgroup_version,
+    container_cpuset,
+    expand_systemd_path,
+)
 from cpuset_core.cpuset import CPUSet
 
 SYS_ROOT: Final = Path("/sys")
@@ -52,6 +60,23 @@ def process_affinity(pid: int, *, proc: Path = PROC_ROOT) -> ProcessAffinity:
     except KeyError as missing:
         raise LookupError(f"/proc/{pid}/status has no {missing.args[0]}") from None
     return ProcessAffinity(pid=pid, cpus=CPUSet.parse(cpus), mems=CPUSet.parse(mems))
+
+
+def container_view(cgroups_path: str, pid: int, *, reads: int = 10, pause: float = 0.1,
+                   root: Path = CGROUP_ROOT, proc: Path = PROC_ROOT,
+                   ) -> tuple[CgroupCpuset, ProcessAffinity]:
+    """A container's cgroup cpuset and its process's affinity, which the kernel keeps equal.
+    Read again, up to ``reads`` times ``pause`` apart, while they differ: a cpuset write that
+    lands between the two reads (the plugin moving the container) is no disagreement. The last
+    pair when they never agree; the caller says how they differ."""
+    cgroup, affinity = container_cpuset(cgroups_path, root=root), process_affinity(pid, proc=proc)
+    for _ in range(reads - 1):
+        if (cgroup.effective_cpus, cgroup.effective_mems) == (affinity.cpus, affinity.mems):
+            break
+        time.sleep(pause)
+        cgroup = container_cpuset(cgroups_path, root=root)
+        affinity = process_affinity(pid, proc=proc)
+    return cgroup, affinity
 
 
 def remove_cgroup(cgroups_path: str, *, root: Path = CGROUP_ROOT, parents: int = 0) -> list[Path]:

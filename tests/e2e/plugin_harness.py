@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from cpuset_adapters import cgroupfs
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab import cgroups, plugin_log
 from cpuset_lab.containerd import LabContainerd
@@ -122,12 +121,7 @@ def actual(cri: KubeletClient, cid: str) -> tuple[CPUSet, CPUSet]:
     status = cri.container_status(cid)
     assert status.pid is not None
     assert status.cgroups_path is not None
-    for _ in range(10):
-        cgroup = cgroupfs.container_cpuset(status.cgroups_path)
-        affinity = cgroups.process_affinity(status.pid)
-        if cgroup.effective_cpus == affinity.cpus:
-            break
-        time.sleep(0.1)
+    cgroup, affinity = cgroups.container_view(status.cgroups_path, status.pid)
     assert cgroup.effective_cpus == affinity.cpus, (cgroup, affinity)
     return affinity.cpus, affinity.mems
 

@@ -91,12 +91,12 @@ class Placement:
 
 def placement(cri: KubeletClient, container_id: str) -> Placement:
     """The container's cgroup cpuset and its process's allowed CPUs and memory nodes, which
-    must agree (an ``AssertionError`` says how they do not)."""
+    must agree (an ``AssertionError`` says how they do not; a write landing between the two
+    reads is read again, up to 1 s)."""
     status = cri.container_status(container_id)
     assert status.pid is not None, f"{container_id[:12]} has no process ({status.state})"
     assert status.cgroups_path is not None, f"{container_id[:12]} reports no cgroup path"
-    cgroup = cgroupfs.container_cpuset(status.cgroups_path)
-    process = cgroups.process_affinity(status.pid)
+    cgroup, process = cgroups.container_view(status.cgroups_path, status.pid)
     assert cgroup.effective_cpus == process.cpus, (cgroup, process)
     assert cgroup.effective_mems == process.mems, (cgroup, process)
     return Placement(cpus=process.cpus, mems=process.mems, cgroup=cgroup)

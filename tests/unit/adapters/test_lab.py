@@ -182,6 +182,42 @@ def test_cgroup_v2_tree(tmp_path: Path) -> None:
     assert cgroupfs.process_cpuset(9, proc=proc, root=root).path == cg
 
 
+
+def _v2_container(root: Path, proc: Path, cpus: str) -> None:
+    _write(root / "cgroup.controllers", "cpuset\n")
+    for name, value in (("cpuset.cpus", f"{cpus}\n"), ("cpuset.mems", "0\n"),
+                        ("cpuset.cpus.effective", f"{cpus}\n"),
+                        ("cpuset.mems.effective", "0\n")):
+        _write(root / "pod" / "ctr" / name, value)
+    _write(proc / "5" / "status", "Cpus_allowed_list:\t1\nMems_allowed_list:\t0\n")
+
+
+def test_a_container_view_reads_again_while_cgroup_and_process_disagree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, proc = tmp_path / "cgroup", tmp_path / "proc"
+    _v2_container(root, proc, "0")  # a move to CPU 1 landed between the two reads
+    pauses: list[float] = []
+
+    def the_move_lands(seconds: float) -> None:
+        pauses.append(seconds)
+        _write(root / "pod" / "ctr" / "cpuset.cpus.effective", "1\n")
+
+    monkeypatch.setattr(cgroups.time, "sleep", the_move_lands)
+    cgroup, affinity = cgroups.container_view("/pod/ctr", 5, root=root, proc=proc)
+    assert (cgroup.effective_cpus, affinity.cpus) == (CPUSet([1]), CPUSet([1]))
+    assert pauses == [0.1]
+
+
+def test_a_container_view_that_never_agrees_is_returned_as_read_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, proc = tmp_path / "cgroup", tmp_path / "proc"
+    _v2_container(root, proc, "0")
+    pauses: list[float] = []
+    monkeypatch.setattr(cgroups.time, "sleep", pauses.append)
+    cgroup, affinity = cgroups.container_view("/pod/ctr", 5, reads=3, root=root, proc=proc)
+    assert (cgroup.effective_cpus, affinity.cpus) == (CPUSet([0]), CPUSet([1]))
+    assert pauses == [0.1, 0.1]
+
 def test_missing_status_fields_and_cgroups_are_lookup_errors(tmp_path: Path) -> None:
     _write(tmp_path / "1" / "status", "Name:\tx\n")
     _write(tmp_path / "1" / "cgroup", "4:memory:/x\n")

@@ -23,6 +23,7 @@ from cpuset_core.errors import (
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
+    StartTooLateError,
     TopologyError,
     UpdateTransactionError,
 )
@@ -33,6 +34,13 @@ from cpuset_core.plan import Plan
 from cpuset_core.policy.options import AllocationOptions, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
+from cpuset_core.starts import (
+    RuntimeState,
+    StartOutcome,
+    StartReport,
+    StartVerdict,
+    judge_start,
+)
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_core.transaction import apply_transaction, stage, undo_steps
 
@@ -67,11 +75,16 @@ __all__ = [
     "PodFacts",
     "QoS",
     "RuntimeEvents",
+    "RuntimeState",
     "Settings",
     "SharedPoolBelowMinimumError",
     "SharedPoolExhaustedError",
     "Spanning",
     "StalePlanError",
+    "StartOutcome",
+    "StartReport",
+    "StartTooLateError",
+    "StartVerdict",
     "Topology",
     "TopologyError",
     "TopologySource",
@@ -79,6 +92,7 @@ __all__ = [
     "UpdateTransactionError",
     "apply_transaction",
     "classify",
+    "judge_start",
     "qos_from_cgroup_parent",
     "stage",
     "undo_steps",

@@ -173,6 +173,18 @@ class NumaResolutionError(AdmissionError):
         super().__init__(subject, f"cannot determine NUMA memory nodes for CPUs {cpus}: {detail}")
 
 
+class StartTooLateError(AdmissionError):
+    """A container starts after its CPUs were given back for not starting in time
+    (:mod:`cpuset_core.starts`); placing it now could overlap whoever took them."""
+
+    reason = "started-too-late"
+
+    def __init__(self, subject: str, why: str) -> None:
+        self.why = why
+        super().__init__(subject, f"start refused: {why}, so its CPUs were given back; a new "
+                                  f"attempt is placed afresh")
+
+
 class UpdateTransactionError(CpusetError):
     """A batch of live updates could not be applied; the previous cpusets were put back."""
 

@@ -63,6 +63,15 @@ class Observer(Protocol):
         """A verifier pass compared the kernel with the ledger."""
         ...
 
+    def not_running(self, kind: Kind, reason: str) -> None:
+        """A container not seen to start was released because it will not run; ``reason`` is
+        the start rule's (``cpuset_core.starts.NOT_RUNNING_REASONS``)."""
+        ...
+
+    def start_check_failed(self) -> None:
+        """The runtime could not say whether containers not seen to start will run."""
+        ...
+
 
 class _NoObserver:
     """Observes nothing: the default, so tests and the dry run need no telemetry."""
@@ -86,6 +95,12 @@ class _NoObserver:
         pass
 
     def verified(self, verdict: Verdict) -> None:
+        pass
+
+    def not_running(self, kind: Kind, reason: str) -> None:
+        pass
+
+    def start_check_failed(self) -> None:
         pass
 
 
@@ -118,3 +133,11 @@ class FanOut:
     def verified(self, verdict: Verdict) -> None:
         for observer in self._observers:
             observer.verified(verdict)
+
+    def not_running(self, kind: Kind, reason: str) -> None:
+        for observer in self._observers:
+            observer.not_running(kind, reason)
+
+    def start_check_failed(self) -> None:
+        for observer in self._observers:
+            observer.start_check_failed()

@@ -15,7 +15,7 @@ runtime's error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from cpuset_core import (
     AdmissionError,
@@ -44,6 +44,7 @@ from cpuset_service.journal import DecisionJournal
 from cpuset_service.moves import MovedBy
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
+from cpuset_service.starts import StartCases
 from cpuset_service.statistics import Statistics
 
 
@@ -64,6 +65,9 @@ class PlacementService:
         self._answers = AnswerUpdates(self.pusher, self._journal, self.observer)
         self._cgroups = CgroupPaths()
         self._moved_by = MovedBy()
+        self.starts = StartCases(self, self._journal, self.observer)
+        """Containers placed and not seen to start: the rule that gives back what those that
+        will not run hold (its probe and grace are set by the composition root)."""
 
     # -- what is decided -------------------------------------------------------------------------
 
@@ -119,7 +123,7 @@ class PlacementService:
         """Place a container being created; raise the core's :class:`AdmissionError` (logged,
         counted, nothing changed) when it cannot be admitted."""
         try:
-            plan = self._engine.plan_create(pod, container)
+            plan = self.starts.planned(lambda: self._engine.plan_create(pod, container))
         except AdmissionError as error:
             kind = kind_asked(pod, container, self._engine.settings)
             self.observer.admission(kind, "rejected", error.reason)
@@ -127,6 +131,7 @@ class PlacementService:
             raise
         self._engine.commit(plan)
         self._cgroups.remember(container)
+        self.starts.placed(container.id)
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
@@ -147,7 +152,7 @@ class PlacementService:
         if container.id not in self._engine.ledger:
             return None
         try:
-            plan = self._engine.plan_resize(pod, container)
+            plan = self.starts.planned(lambda: self._engine.plan_resize(pod, container))
         except AdmissionError as error:
             self._journal.rejected("reject resize", error, container.id, None)
             raise
@@ -174,6 +179,7 @@ class PlacementService:
         so that 500 growing containers do not hold the runtime's other events)."""
         reasserted = self._moved_by.reasserted(container_id, self._engine)
         plan = self._release(container_id, subject, "stop")
+        self.starts.stopped(container_id)
         moved = {r.container_id for r in reasserted}
         _written, reasserted = self._answers.kernel_first(reasserted)
         # The pool's growth: into the kernel now where it takes it; the rest as before.
@@ -184,10 +190,11 @@ class PlacementService:
         # Moved containers first: they leave CPUs the growing shared containers then take.
         return [*reasserted, *updates]
 
-    def remove(self, container_id: str, subject: str) -> None:
-        """The container was removed (also after a failed creation): release it (a no-op after
-        a stop); any growth goes out in the background."""
-        plan = self._release(container_id, subject, "remove")
+    def remove(self, container_id: str, subject: str, why: str = "remove") -> None:
+        """The container was removed (also after a failed creation), or will not run (``why``
+        says so): release it (a no-op after a stop); any growth goes out in the
+        background."""
+        plan = self._release(container_id, subject, why)
         self._forget(container_id)
         self.pusher.mark_dirty(u.container_id for u in plan.updates)
 
@@ -210,16 +217,20 @@ class PlacementService:
 
     def synchronize(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts], *,
                     source: str, caller_applies: bool = False,
-                    keep_unlisted: bool = False) -> Synchronized:
+                    keep_unlisted: bool = False, unstarted: Collection[str] = ()
+                    ) -> Synchronized:
         """Rebuild the ledger from every live pod and container (a Synchronize, or an inventory
         taken over CRI) and commit it; return it with the updates that correct the running
         containers (riding on the runtime's answer unless ``caller_applies``). The drift its
         corrections repair and the drift they cannot are counted and logged now — or, with
         ``caller_applies`` (the caller sends the corrections itself and may fail), by
         :meth:`corrections_applied` once it knows. ``keep_unlisted``: containers decided but
-        not in the report keep their placement (a report that may lag the runtime's hooks)."""
+        not in the report keep their placement (a report that may lag the runtime's hooks).
+        ``unstarted``: the containers the report says were created and are not running (they
+        wait for their start)."""
         plan = self._engine.plan_synchronize(pods, containers, keep_unlisted=keep_unlisted)
         self._engine.commit(plan)
+        self.starts.adopted([c.id for c in containers], unstarted, plan.result.entries)
         self.synchronized = True
         for container in containers:
             self._cgroups.remember(container)
@@ -283,6 +294,7 @@ class PlacementService:
         creation's moves may never have been applied)."""
         self._journal.history.forget(container_id)
         self._cgroups.forget(container_id)
+        self.starts.forget(container_id)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)
         self.pusher.force(self._moved_by.take(container_id))

@@ -33,6 +33,8 @@ class Statistics:
         self._drift_repaired = 0
         self._drift_unrepaired = 0
         self._verified: Counter[str] = Counter()
+        self._not_running = 0
+        self._start_checks_failed = 0
 
     # -- Observer --
 
@@ -65,6 +67,14 @@ class Statistics:
             self._verified["verify_drift_unrepairable"] += len(verdict.unrepairable)
             self._verified["verify_drifting"] = len(verdict.drifting)
 
+    def not_running(self, kind: Kind, reason: str) -> None:  # noqa: ARG002
+        with self._lock:
+            self._not_running += 1
+
+    def start_check_failed(self) -> None:
+        with self._lock:
+            self._start_checks_failed += 1
+
     # -- the service's own --
 
     def forget(self, container_ids: Iterable[str]) -> None:
@@ -95,4 +105,6 @@ class Statistics:
                     "update_failures": self._failures,
                     "drift_repaired": self._drift_repaired,
                     "drift_unrepaired": self._drift_unrepaired,
+                    "released_not_running": self._not_running,
+                    "start_checks_failed": self._start_checks_failed,
                     **{key: self._verified[key] for key in VERIFY_KEYS}}

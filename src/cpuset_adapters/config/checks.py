@@ -82,6 +82,10 @@ def _paths(config: Config) -> Iterator[Problem]:
     if runtime.verify_period < 0:
         yield _bad("runtime.verify_period", runtime.verify_period,
                    "must be >= 0 seconds (0 disables the verifier)")
+    if runtime.start_grace < 1:
+        yield _bad("runtime.start_grace", runtime.start_grace,
+                   "must be >= 1 second (a container is created before it is started: with "
+                   "no grace every start would race its own release)")
 
 
 def _observability(config: Config) -> Iterator[Problem]:

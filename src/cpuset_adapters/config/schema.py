@@ -59,6 +59,10 @@ class Runtime:
     verify_period: int = 5
     """Seconds between the verifier's passes over every container's cgroup (besides the pass
     shortly after each burst of events); 0 disables the verifier."""
+    start_grace: int = 120
+    """Seconds a created container keeps its CPUs before it starts; then they go back and a
+    later start is refused (``cpuset_core.starts``). A container whose start failed gives
+    them back at once."""
     kernel_updates: bool = True
     """Write other containers' cpusets into their cgroups (under ``cgroup_root``) before
     answering the runtime, whose record follows in the background; ``false``: every update

@@ -12,7 +12,11 @@ event's answer, so what cannot ride on an answer goes to the service's backgroun
 * StopContainer: released at stop; the containers its creation moved are re-asserted, then the
   pool's growth rides on the answer.
 * RemoveContainer, StopPodSandbox, RemovePodSandbox: released; growth goes out in the background.
-* Synchronize: the ledger is rebuilt; corrections ride on the answer. With a ``kernel_view``
+* StartContainer: the container no longer waits for its start (``cpuset_core.starts``); its
+  start is refused if its CPUs were given back for not starting in time.
+* Synchronize: the ledger is rebuilt; corrections ride on the answer. A container reported
+  created and not running binds no CPU (no process runs on what its record says): it is
+  placed afresh after those that run, and waits for its start. With a ``kernel_view``
   (the kernel fast path), each container's cpuset is taken from its cgroup where readable:
   the runtime reports its *record*, which may lag what the plugin wrote into the kernel, and a
   rebuild from a lagging record would move containers back. Containers whose record differed
@@ -35,8 +39,9 @@ from cpuset_service.placement import PlacementService
 
 _log = logging.getLogger("nri_cpuset.nri")
 
-EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER, Event.STOP_CONTAINER,
-                    Event.REMOVE_CONTAINER, Event.STOP_POD_SANDBOX, Event.REMOVE_POD_SANDBOX})
+EVENTS = frozenset({Event.CREATE_CONTAINER, Event.START_CONTAINER, Event.UPDATE_CONTAINER,
+                    Event.STOP_CONTAINER, Event.REMOVE_CONTAINER, Event.STOP_POD_SANDBOX,
+                    Event.REMOVE_POD_SANDBOX})
 
 __all__ = ["EVENTS", "CpusetNriHandler", "KernelView"]
 
@@ -69,12 +74,15 @@ class CpusetNriHandler:
 
     def on_synchronize(self, pods: Sequence[pb.PodSandbox],
                        containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
-        facts = [translate.container_facts(c) for c in containers]
+        unstarted = {c.id for c in containers if c.state == pb.CONTAINER_CREATED}
+        facts = [translate.container_facts(c, started=c.id not in unstarted)
+                 for c in containers]
         lagging: set[str] = set()
         if self._kernel_view is not None:
             facts, lagging = _as_the_kernel_has_them(facts, self._kernel_view)
         synchronized = self._service.synchronize(
-            [translate.pod_facts(p) for p in pods], facts, source="synchronize")
+            [translate.pod_facts(p) for p in pods], facts, source="synchronize",
+            unstarted=unstarted)
         self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
         if self._on_synchronized is not None:
             self._on_synchronized()
@@ -103,6 +111,14 @@ class CpusetNriHandler:
         own = translate.container_update(container.id, resized.placement.cpus,
                                          resized.placement.mems)
         return [*translate.updates(resized.updates), own]
+
+    def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        """It starts: it no longer waits for its start, or, if its CPUs were given back for
+        not starting in time, its start is refused (``StartCases.started``)."""
+        try:
+            self._service.starts.started(container.id, _subject(pod, container))
+        except AdmissionError as error:
+            raise HandlerError(f"nri-cpuset: {error}") from error
 
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:

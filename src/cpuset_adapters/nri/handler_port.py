@@ -102,6 +102,11 @@ class NriHandler(Protocol):
         :class:`HandlerError` to fail the update."""
         ...
 
+    def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        """The runtime starts the container (its task and cgroup exist, its process has not
+        run yet); raise :class:`HandlerError` to fail the start (the runtime then stops it)."""
+        ...
+
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:
         """The container stopped; return updates (e.g. freed CPUs for the others). Errors are

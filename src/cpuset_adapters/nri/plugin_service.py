@@ -8,7 +8,9 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
 * Synchronize chunks (``more``) are accumulated and each answered ``{more: true}`` with no
   updates; the handler sees everything at once on the last chunk;
 * the runtime only logs errors for stop, remove, StateChange and the v0.12 per-event RPCs, but
-  stops calling later plugins at the first error, so those are always answered OK;
+  stops calling later plugins at the first error, so those are always answered OK — except a
+  start (per-event RPC or StateChange), whose error fails the container's start (§6: "NRI
+  container start failed", then a StopContainer), which is what a refused start must do;
 * every v0.12 per-event RPC is implemented, so the runtime never falls back to StateChange for
   some events and not others; unknown methods and services get UNIMPLEMENTED;
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
@@ -46,7 +48,7 @@ SLOW_HANDLER_FRACTION = 0.1
 
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
 _ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
-                 "StartContainer", "PostStartContainer", "PostUpdateContainer")
+                 "PostStartContainer", "PostUpdateContainer")
 
 
 @dataclass(eq=False)
@@ -84,6 +86,7 @@ class PluginService:
             "UpdateContainer": self._update_container,
             "StopContainer": self._stop_container,
             "StateChange": self._state_change,
+            "StartContainer": self._start_container,
             "RemoveContainer": self._remove_container,
             "StopPodSandbox": self._stop_pod_sandbox,
             "RemovePodSandbox": self._remove_pod_sandbox,
@@ -239,10 +242,27 @@ class PluginService:
             _logger.warning("StateChange: %s (answered OK)", exc)
             return Reply()
         event = int(req.event)
+        if event == Event.START_CONTAINER.value and req.HasField("container"):
+            return self._started(state, req.pod, req.container)
         if event == Event.REMOVE_CONTAINER.value and req.HasField("container"):
             self._removed(state, req.pod, req.container)
         elif event in (Event.STOP_POD_SANDBOX.value, Event.REMOVE_POD_SANDBOX.value):
             self._pod_gone(state, req.pod, removed=event == Event.REMOVE_POD_SANDBOX.value)
+        return Reply()
+
+    def _start_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.StartContainerRequest(), payload)
+        return self._started(state, req.pod, req.container)
+
+    def _started(self, state: ConnectionState, pod: pb.PodSandbox,
+                 container: pb.Container) -> Reply:
+        """The one event besides creation and update whose error the runtime acts on: the
+        start fails (and the runtime stops the container)."""
+        try:
+            self._invoke(state, "on_start_container",
+                         lambda: self._handler.on_start_container(pod, container))
+        except _HandlerFailedError as failed:
+            return Reply.error(failed.code, failed.message)
         return Reply()
 
     def _remove_container(self, state: ConnectionState, payload: bytes) -> Reply:

@@ -14,8 +14,11 @@ def pod_facts(pod: pb.PodSandbox) -> PodFacts:
                     annotations=dict(pod.annotations), cgroup_parent=pod.linux.cgroup_parent)
 
 
-def container_facts(container: pb.Container) -> ContainerFacts:
-    """What the core needs of a container; a wrapper the runtime left out is ``None``."""
+def container_facts(container: pb.Container, *, started: bool = True) -> ContainerFacts:
+    """What the core needs of a container; a wrapper the runtime left out is ``None``. A
+    container not ``started`` is reported without a cpuset: what its record says binds no
+    process, so a rebuild places it afresh instead of letting it claim CPUs that others (which
+    run) may hold since it was given up."""
     resources = container.linux.resources
     cpu, memory = resources.cpu, resources.memory
     return ContainerFacts(
@@ -24,7 +27,8 @@ def container_facts(container: pb.Container) -> ContainerFacts:
         cpu_quota=cpu.quota.value if cpu.HasField("quota") else None,
         cpu_period=cpu.period.value if cpu.HasField("period") else None,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
-        cpus=cpu.cpus, mems=cpu.mems, cgroups_path=container.linux.cgroups_path)
+        cpus=cpu.cpus if started else "", mems=cpu.mems if started else "",
+        cgroups_path=container.linux.cgroups_path)
 
 
 def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
 from cpuset_core import Kind
+from cpuset_core.starts import NOT_RUNNING_REASONS
 from cpuset_core.verify import CAUSES
 from cpuset_service.observer import AdmissionResult, BatchOutcome, HookResult
 from cpuset_service.verification import Verdict
@@ -108,6 +109,17 @@ class PluginMetrics:
             "nri_cpuset_verify_drift_unrepairable", "Containers still off their placement "
             "after the verifier re-sent it at 5 passes (it keeps trying).", registry=r)
         self._verify_drifting = 0
+        self._not_running = Counter(
+            "nri_cpuset_not_running_released", "Containers not seen to start whose CPUs went "
+            "back because they will not run (a start that failed, a state the runtime does "
+            "not know, not started within the grace), by kind and reason.",
+            ["kind", "reason"], registry=r)
+        for reason in NOT_RUNNING_REASONS:
+            for kind in Kind:
+                self._not_running.labels(kind.value, reason)
+        self._start_checks_failed = Counter(
+            "nri_cpuset_start_checks_failed", "Times the runtime could not say whether "
+            "containers not seen to start will run (nothing was given back then).", registry=r)
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -168,6 +180,12 @@ class PluginMetrics:
     def drift(self, repaired: int, unrepaired: int) -> None:
         self._drift.labels("repaired").inc(repaired)
         self._drift.labels("unrepaired").inc(unrepaired)
+
+    def not_running(self, kind: Kind, reason: str) -> None:
+        self._not_running.labels(kind.value, reason).inc()
+
+    def start_check_failed(self) -> None:
+        self._start_checks_failed.inc()
 
 
 class _StateCollector(Collector):

@@ -91,6 +91,9 @@ class LiveConfig:
     kernel_updates: Callable[[bool], None] | None = None
     """Turns the kernel fast path on or off (``runtime.kernel_updates``), when the daemon
     has one."""
+    start_grace: Callable[[float], None] | None = None
+    """Sets how long containers not seen to start keep their CPUs (``runtime.start_grace``),
+    when the daemon watches starts."""
     set_log_level: Callable[[str], None] = attrs.field(default=lambda level: logging.getLogger()
                                                        .setLevel(level.upper()))
     """How a reload applies ``observability.log_level`` (``run`` hands in the SIGUSR1 toggle's,
@@ -215,6 +218,8 @@ class LiveConfig:
             self.decisions.reconfigure(to_settings(new))
         if self.kernel_updates is not None:
             self.kernel_updates(new.runtime.kernel_updates)
+        if self.start_grace is not None:
+            self.start_grace(new.runtime.start_grace)
         if new.observability.log_level != self.current.observability.log_level:
             self.set_log_level(new.observability.log_level)
 

@@ -55,6 +55,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         kubelet_cpu_manager_state = "/var/lib/kubelet/cpu_manager_state"
         cgroup_root = "/host/sys/fs/cgroup"
         verify_period = 2
+        start_grace = 30
         kernel_updates = false
         [observability]
         listen = "[::1]:9000"
@@ -62,10 +63,11 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         log_format = "console"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 20
+    assert len(keys()) == 21
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
     assert config.runtime.kernel_updates is False
+    assert config.runtime.start_grace == 30
     assert config.runtime.status_socket == ""
     assert config.observability.listen == "[::1]:9000"
     assert to_settings(config) == Settings(
@@ -102,6 +104,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
      'runtime.nri_socket = "nri.sock": must be an absolute path'),
     ('[runtime]\nstatus_socket = "/' + "x" * 120 + '"',
      "runtime.status_socket = \"/xxx"),
+    ("[runtime]\nstart_grace = 0", "runtime.start_grace = 0: must be >= 1 second"),
     ('[runtime]\nkubelet_cpu_manager_state = "state"',
      'runtime.kubelet_cpu_manager_state = "state": must be an absolute path'),
     ('[observability]\nlisten = "9477"',

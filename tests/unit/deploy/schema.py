@@ -35,6 +35,7 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "kubelet_cpu_manager_state": "/var/lib/kubelet/cpu_manager_state",
         "cgroup_root": "/sys/fs/cgroup",
         "verify_period": 5,
+        "start_grace": 120,
         "kernel_updates": True,
     },
     "observability": {"listen": "127.0.0.1:9477", "log_level": "info", "log_format": "json"},

@@ -87,6 +87,9 @@ class RecordingHandler:
         self._enter("update", container.id, resources.cpu.cpus)
         return [update(container.id, "2-3")]
 
+    def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        self._enter("start", container.id)
+
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:
         self._enter("stop", container.id)

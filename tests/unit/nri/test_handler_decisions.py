@@ -12,7 +12,7 @@ import pytest
 from cpuset_adapters.nri.handler import EVENTS
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import ContainerUpdate, CPUSet
+from cpuset_core import ContainerUpdate, CPUSet, RuntimeState, StartReport
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import TOPOLOGY, cpus_of, make, resources
 
@@ -25,8 +25,8 @@ def test_subscribes_to_exactly_the_container_and_pod_events_it_uses() -> None:
     handler, _, _ = make()
     assert handler.subscribed_events() == EVENTS
     mask = sum(e.bit for e in EVENTS)
-    # create, update, stop and remove container; stop and remove pod sandbox
-    assert mask == 0x8 | 0x80 | 0x200 | 0x400 | 0x2 | 0x4
+    # create, start, update, stop and remove container; stop and remove pod sandbox
+    assert mask == 0x8 | 0x20 | 0x80 | 0x200 | 0x400 | 0x2 | 0x4
     assert Event.VALIDATE_CONTAINER_ADJUSTMENT not in EVENTS
 
 
@@ -191,3 +191,32 @@ def test_disconnect_forgets_pending_work() -> None:
     handler.on_disconnect()
     assert pusher.pending() == frozenset()
     assert not service.synchronized
+
+
+def test_a_start_ends_the_wait_and_a_start_after_the_cpus_went_back_is_refused() -> None:
+    handler, service, _ = make()
+    db = pod("db")
+    pg, late = container("pg", db, cpus=2), container("late", db, cpus=2)
+    handler.on_create_container(db, pg)
+    handler.on_create_container(db, late)
+    handler.on_start_container(db, pg)
+    assert set(service.starts.waiting()) == {late.id}
+    service.starts.reported({late.id: StartReport(state=RuntimeState.CREATED, age=600)})
+    with pytest.raises(HandlerError, match=r"^nri-cpuset: ns/db/late: start refused: created "
+                                           r"600 s ago and not started within the 120 s grace"):
+        handler.on_start_container(db, late)
+
+
+def test_synchronize_places_created_containers_afresh_after_those_that_run() -> None:
+    handler, service, _ = make()
+    one, two = pod("one"), pod("two")
+    # "waiter" was given CPUs 4-5 at its creation and never ran; "runner" runs there since.
+    waiter = container("waiter", one, cpus=2, cpuset="4-5")
+    waiter.state = pb.CONTAINER_CREATED
+    runner = container("runner", two, cpus=2, cpuset="4-5")
+    runner.state = pb.CONTAINER_RUNNING
+    updates = handler.on_synchronize([one, two], [waiter, runner])
+    assert service.ledger.entries[runner.id].cpus == CPUSet.parse("4-5")
+    assert not service.ledger.entries[waiter.id].cpus & CPUSet.parse("4-5")
+    assert set(cpus_of(updates)) == {waiter.id}  # its record is corrected, for its start
+    assert set(service.starts.waiting()) == {waiter.id}

@@ -100,18 +100,36 @@ def test_stop_and_remove_are_delivered_and_always_answered_ok(tmp_path: Path,
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
 def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, version: str) -> None:
-    events = DEFAULT_EVENTS | {Event.RUN_POD_SANDBOX, Event.START_CONTAINER,
-                               Event.POST_START_CONTAINER}
+    events = DEFAULT_EVENTS | {Event.RUN_POD_SANDBOX, Event.POST_START_CONTAINER}
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
         conn = await rt.wait_ready()
         await rt.lifecycle_event(Event.RUN_POD_SANDBOX, WEB)
-        await rt.lifecycle_event(Event.START_CONTAINER, WEB, container("a", WEB))
         await rt.lifecycle_event(Event.POST_START_CONTAINER, WEB, container("a", WEB))
         assert not conn.fell_back_to_state_change
 
     handler = scenario(tmp_path, body, handler=RecordingHandler(events), version=version)
     assert handler.names() == ["configure", "synchronize", "disconnect"]
+
+
+@pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
+def test_a_start_reaches_the_handler_and_its_refusal_fails_the_start(tmp_path: Path,
+                                                                     version: str) -> None:
+    handler = RecordingHandler(DEFAULT_EVENTS | {Event.START_CONTAINER})
+
+    async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
+        conn = await rt.wait_ready()
+        await rt.lifecycle_event(Event.START_CONTAINER, WEB, container("a", WEB))
+        handler.fail["start"] = HandlerError("nri-cpuset: too late")
+        with pytest.raises(CallError) as refused:
+            await rt.lifecycle_event(Event.START_CONTAINER, WEB, container("b", WEB))
+        assert refused.value.message == "nri-cpuset: too late"
+        # v0.12 used StartContainer itself; it never had to fall back to StateChange
+        assert not conn.fell_back_to_state_change
+
+    scenario(tmp_path, body, handler=handler, version=version)
+    assert [c for c in handler.calls if c[0] == "start"] == [
+        ("start", "id-a-0123456789"), ("start", "id-b-0123456789")]
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])

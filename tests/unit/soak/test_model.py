@@ -1,11 +1,12 @@
-"""The soak's model of the node (``bench/chaos_soak/model.py``): which outcomes of a creation
+"""The soak's model of the node (``cpuset_soak/model.py``): which outcomes of a creation
 or a resize it allows, on hand-worked nodes, and what draining and a resynchronize change."""
 
 from __future__ import annotations
 
 import threading
 
-from chaos_soak.model import (
+from cpuset_core import CPUSet
+from cpuset_soak.model import (
     INSUFFICIENT,
     INTEGER,
     INVALID_ANNOTATION,
@@ -19,11 +20,9 @@ from chaos_soak.model import (
     Node,
     Pod,
 )
-from chaos_soak.operations import reason_of
-from chaos_soak.reclass import CHANGING_CLASS, class_change
-
-from cpuset_core import CPUSet
-from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
+from cpuset_soak.operations import reason_of
+from cpuset_soak.reclass import CHANGING_CLASS, class_change
+from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running
 
 
 def test_an_integer_container_that_fits_must_be_admitted() -> None:

@@ -15,7 +15,7 @@ found, with the plugin's and containerd's logs); ``--replay FILE`` runs the same
 Exits 1 on any violation, 2 when it cannot run; the last line counts operations, faults by
 kind, checks and violations.
 
-Run: ``nox -s soak -- --minutes 10`` or ``python bench/soak.py [--minutes M] [--seed S]
+Run: ``nox -s soak -- --minutes 10`` or ``python -m cpuset_soak [--minutes M] [--seed S]
 [--runtime 1.7|2.x] [--replay FILE] [--hotplug] [--time-scale F]`` (root;
 ``scripts/install-containerd`` first).
 """
@@ -34,16 +34,15 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-from chaos_soak import history, hotplug, report
-from chaos_soak.history import Header, HistoryWriter, Op
-from chaos_soak.model import Node
-from chaos_soak.node import LabNode
-from chaos_soak.runner import Soak, Violated
-from chaos_soak.walk import WEIGHTS, Walk
-
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd_install import Installation, LabError, find_installation
+from cpuset_soak import history, hotplug, report
+from cpuset_soak.history import Header, HistoryWriter, Op
+from cpuset_soak.model import Node
+from cpuset_soak.node import LabNode
+from cpuset_soak.runner import Soak, Violated
+from cpuset_soak.walk import WEIGHTS, Walk
 
 RUNTIMES = {"1.7": "1.7.", "2.x": "2."}
 """``--runtime`` → the version prefix its installation must report."""
@@ -73,7 +72,8 @@ def walked(walk: Walk) -> Iterator[list[Op]]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m cpuset_soak",
+                                     description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--minutes", type=float, default=3.0, help="walk this long (default 3)")
     parser.add_argument("--seed", type=int, default=None, help="default: from the clock")
     parser.add_argument("--runtime", choices=sorted(RUNTIMES), default=None,
@@ -207,7 +207,3 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one flow, rea
         shutil.rmtree(workdir, ignore_errors=True)
     print(report.closing(soak.tally, minutes, seed, soak.step), flush=True)
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -39,7 +39,7 @@ def violation(soak: Soak, when: str, view: KernelView) -> None:
               f"{f' x{container.cpus}' if container.cpus else ''}"
               f"{f' pin {pin}' if pin is not None else ''} {container.cid[:12]}: "
               f"{enforced} {flags}", file=out)
-    print(f"--- replay: python bench/soak.py --replay {soak.node.workdir}/history.jsonl "
+    print(f"--- replay: python -m cpuset_soak --replay {soak.node.workdir}/history.jsonl "
           f"(kept; the plugin's log is beside it)", file=out, flush=True)
 
 

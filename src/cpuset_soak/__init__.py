@@ -1,6 +1,10 @@
-"""The chaos soak's parts (``bench/soak.py`` is the entry point): a seeded random walk of pod
-operations and faults against the lab's real containerd and ``nri-cpuset run``, checked against
-the kernel's cgroup files and ``/proc/PID/status``.
+"""The chaos soak, a test harness of its own (``python -m cpuset_soak``; ``main`` is the entry
+point): a seeded random walk of pod operations and faults against the lab's real containerd and
+``nri-cpuset run``, checked against the kernel's cgroup files and ``/proc/PID/status``.
+
+The room above the lab: it may import the lab, the adapters and the core; nothing imports it,
+and neither distribution ships it. ``plants/`` holds the planted defects (patches of product
+files, ``git apply``-ed from the repository's root) and a recorded history to ``--replay``.
 
 - ``model``: who should own what (an independent model of the plugin's rules), and which
   outcome of each creation or resize is allowed;

@@ -10,8 +10,14 @@ files, ``git apply``-ed from the repository's root) and a recorded history to ``
   outcome of each creation or resize is allowed;
 - ``walk``: the seeded choice of the next operations, weighted like a busy node;
 - ``history``: the operations as JSON lines, written as they run and read back for ``--replay``;
-- ``kernel``: what the kernel enforces for each container;
-- ``invariants``: the checks on a kernel view, pure;
-- ``node`` / ``operations`` / ``faults``: the lab, and carrying out each operation and fault;
-- ``runner`` / ``report``: the loop, settling, the closing line and a violation's report.
+- ``parts``: what operations touch, by role (small Protocols, the model under its lock, the
+  pace of waits); ``dispatch``: each operation kind, handed the parts it uses;
+- ``pods``, ``updates``, ``outcomes``: the pod operations, changes to running containers, and
+  judging what the runtime answered; ``faults``, ``burst``, ``hotplug``: the faults;
+- ``kernel``: what the kernel enforces for each container; ``invariants``: the checks on a
+  kernel view, pure;
+- ``node``, ``plugin``, ``kubelet``: the lab's containerd, the plugin and the soak's kubelet
+  (the parts' implementations);
+- ``runner``, ``record``, ``report``: the loop and settling, what the run did and found, the
+  closing line and a violation's report; ``args``, ``main``: the command line.
 """

@@ -9,23 +9,32 @@ decides with the kernel's online CPUs, so what follows is judged against the new
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from cpuset_adapters import cgroupfs
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 
 from . import kernel
 from .history import Op
 from .model import INTEGER
-
-if TYPE_CHECKING:
-    from .runner import Soak
+from .parts import Checks, Model, Pace, Recorder, StatusDocument
 
 SYS_CPU: Final = Path("/sys/devices/system/cpu")
 NOTICE: Final = 10.0
 """Seconds (times ``--time-scale``) the plugin has to decide with a new online set (it polls
 every 2 s)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Offlining:
+    """The CPUs the soak may take offline (``--hotplug``; none: a replayed history's are
+    skipped) and those it took and has not brought back yet (``taken``)."""
+
+    offlinable: CPUSet = EMPTY
+    taken: set[int] = field(default_factory=set)
+    sys_cpu: Path = SYS_CPU
 
 
 class HotplugUnavailable(Exception):  # noqa: N818 - reads as what the machine is
@@ -53,79 +62,92 @@ def machine_cgroup_version() -> int:
     return cgroupfs.cgroup_version(cgroupfs.CGROUP_ROOT)
 
 
-def cpu_offline(soak: Soak, op: Op) -> None:
-    _switch(soak, int(op["cpu"]), online=False)
+def cpu_offline(op: Op, *, cpus: Offlining, model: Model, record: Recorder, checks: Checks,
+                plugin: StatusDocument, pace: Pace) -> None:
+    _switch(int(op["cpu"]), online=False, cpus=cpus, model=model, record=record,
+            checks=checks, plugin=plugin, pace=pace)
 
 
-def cpu_online(soak: Soak, op: Op) -> None:
-    _switch(soak, int(op["cpu"]), online=True)
+def cpu_online(op: Op, *, cpus: Offlining, model: Model, record: Recorder, checks: Checks,
+               plugin: StatusDocument, pace: Pace) -> None:
+    _switch(int(op["cpu"]), online=True, cpus=cpus, model=model, record=record,
+            checks=checks, plugin=plugin, pace=pace)
 
 
-def _switch(soak: Soak, cpu: int, *, online: bool) -> None:
-    with soak.lock:
-        if (cpu in soak.model.online) == online:
-            soak.outcome(f"CPU {cpu} is {'on' if online else 'off'}line already")
+def _switch(cpu: int, *, online: bool, cpus: Offlining, model: Model,
+            record: Recorder, checks: Checks, plugin: StatusDocument, pace: Pace) -> None:
+    with model.lock:
+        if (cpu in model.node.online) == online:
+            record.outcome(f"CPU {cpu} is {'on' if online else 'off'}line already")
             return
-    if not online and cpu not in soak.offlinable:  # a replayed history, here without --hotplug
-        soak.outcome(f"CPU {cpu} not taken offline: hotplug is off in this run")
+    if not online and cpu not in cpus.offlinable:  # a replayed history, here without --hotplug
+        record.outcome(f"CPU {cpu} not taken offline: hotplug is off in this run")
         return
     kind = "cpu-online" if online else "cpu-offline"
-    soak.refresh_integers()  # which integer containers hold the CPU
+    checks.refresh_integers()  # which integer containers hold the CPU
     try:
-        (SYS_CPU / f"cpu{cpu}" / "online").write_text("1" if online else "0")
+        (cpus.sys_cpu / f"cpu{cpu}" / "online").write_text("1" if online else "0")
     except OSError as err:
-        soak.outcome(f"{kind} {cpu}: the kernel refused it: {err}")
+        record.outcome(f"{kind} {cpu}: the kernel refused it: {err}")
         return
-    soak.tally.faults[kind] += 1
-    with soak.lock:
+    record.fault(kind)
+    with model.lock:
         if online:
-            soak.taken.discard(cpu)
-            soak.model.came_online(cpu)
+            cpus.taken.discard(cpu)
+            model.node.came_online(cpu)
         else:
-            soak.taken.add(cpu)
-            soak.model.went_offline(cpu)
-        expected = soak.model.online
+            cpus.taken.add(cpu)
+            model.node.went_offline(cpu)
+        expected = model.node.online
+    _noticed(cpu, expected, online=online, model=model, record=record, plugin=plugin,
+             pace=pace)
+
+
+def _noticed(cpu: int, expected: CPUSet, *, online: bool, model: Model,
+             record: Recorder, plugin: StatusDocument, pace: Pace) -> None:
+    """Wait until the plugin decides with the ``expected`` online CPUs and has moved the
+    integer containers off ``cpu``; a violation when it does not in time."""
     began = time.monotonic()
-    deadline = began + NOTICE * soak.node.scale
-    while (decided := _plugin_online(soak)) != expected:
+    deadline = began + pace.seconds(NOTICE)
+    while (decided := _plugin_online(plugin)) != expected:
         if time.monotonic() > deadline:
-            soak.violation(f"CPU {cpu} went {'on' if online else 'off'}line: the plugin still "
-                           f"decides with online CPUs {decided} after "
-                           f"{time.monotonic() - began:.0f} s, the kernel's are {expected}")
+            record.violation(f"CPU {cpu} went {'on' if online else 'off'}line: the plugin "
+                             f"still decides with online CPUs {decided} after "
+                             f"{time.monotonic() - began:.0f} s, the kernel's are {expected}")
             return
         time.sleep(0.1)
-    while not _moved(soak, cpu) and time.monotonic() < deadline:
+    while not _moved(cpu, model) and time.monotonic() < deadline:
         time.sleep(0.1)  # what follows is predicted from where integer containers run
-    soak.outcome(f"CPU {cpu} {'on' if online else 'off'}line; the plugin decides with "
-                 f"{expected} after {time.monotonic() - began:.1f} s")
+    record.outcome(f"CPU {cpu} {'on' if online else 'off'}line; the plugin decides with "
+                   f"{expected} after {time.monotonic() - began:.1f} s")
 
 
-def _moved(soak: Soak, cpu: int) -> bool:
+def _moved(cpu: int, model: Model) -> bool:
     """Every integer container that held ``cpu`` runs on as many online CPUs as it asked
     (the settle judges where; this only waits for the move)."""
-    with soak.lock:
-        moving = [c for c in soak.model.of_kind(INTEGER) if cpu in c.actual]
-        online = soak.model.online
+    with model.lock:
+        moving = [c for c in model.node.of_kind(INTEGER) if cpu in c.actual]
+        online = model.node.online
     view = kernel.read(moving)
     return all(c.cid in view and len(view[c.cid].cpus) == c.cpus
                and view[c.cid].cpus.issubset(online)
                for c in moving)
 
 
-def _plugin_online(soak: Soak) -> CPUSet | None:
+def _plugin_online(plugin: StatusDocument) -> CPUSet | None:
     """The online CPUs the plugin decides with (None: no answer, or none it says)."""
     try:
-        said = soak.node.state().get("online")
+        said = plugin.state().get("online")
         return CPUSet.parse(said) if isinstance(said, str) else None
     except (OSError, ValueError):
         return None
 
 
-def restore(cpus: set[int]) -> None:
+def restore(cpus: Offlining) -> None:
     """Bring the CPUs the soak took offline back, whatever happened (a guest's later tests
     need them)."""
-    for cpu in sorted(cpus):
+    for cpu in sorted(cpus.taken):
         try:
-            (SYS_CPU / f"cpu{cpu}" / "online").write_text("1")
+            (cpus.sys_cpu / f"cpu{cpu}" / "online").write_text("1")
         except OSError:
             continue

@@ -100,7 +100,7 @@ def soak(session: nox.Session) -> None:
     --seed N``, ``-- --runtime 2.x``, ``-- --replay FILE``; exits 1 on a violation)."""
     session.run("bash", "scripts/install-containerd", external=True)
     install_dev(session)
-    session.run("python", "bench/soak.py", *session.posargs)
+    session.run("python", "-m", "cpuset_soak", *session.posargs)
 
 
 @nox.session(python=PYTHON)

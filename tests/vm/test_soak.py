@@ -1,6 +1,6 @@
-"""The chaos soak (``bench/soak.py``, docs/performance.md) inside the guest, with CPUs taken
-offline and back (``--hotplug``) on a machine with two NUMA nodes and cgroup v2: what this
-host's soak cannot reach (a pin's memory nodes, hotplug).
+"""The chaos soak (``python -m cpuset_soak``, docs/performance.md) inside the guest, with CPUs
+taken offline and back (``--hotplug``) on a machine with two NUMA nodes and cgroup v2: what
+this host's soak cannot reach (a pin's memory nodes, hotplug).
 
 The soak runs its own containerd and plugin (it restarts and kills them), beside the session's
 (``guest``), which it does not touch. Its history, output and the plugin's and containerd's
@@ -36,7 +36,7 @@ def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(
     work = WORK / "soak"  # on the guest's tmpfs, short: unix socket paths are limited
     work.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(work)}
-    command = [sys.executable, str(REPO / "bench" / "soak.py"), "--minutes", str(MINUTES),
+    command = [sys.executable, "-m", "cpuset_soak", "--minutes", str(MINUTES),
                "--seed", str(SEED), "--runtime", "1.7", "--hotplug",
                "--time-scale", f"{max(1.0, SCALE):g}", "--without", SLOW, "--keep"]
     began = time.monotonic()
@@ -50,7 +50,7 @@ def test_a_short_soak_taking_cpus_offline_and_back_finds_no_violation(
             if (Path(kept.group(1)) / name).exists():
                 shutil.copy(Path(kept.group(1)) / name, out / Path(name).name)
     closing = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(no output)"
-    print(f"\nsoak ({' '.join(command[2:])}): {took:.0f} s in the guest\n{closing}")
+    print(f"\nsoak ({' '.join(command[3:])}): {took:.0f} s in the guest\n{closing}")
     assert done.returncode == 0, f"the soak exited {done.returncode}:\n{done.stdout[-6000:]}" \
                                  f"\n{done.stderr[-3000:]}"
     assert re.search(r"cpu-offline [1-9]", closing), f"no CPU went offline in this walk: {closing}"

@@ -1,7 +1,8 @@
 """Imports run one way through the rooms of the tree: the core at the bottom, then the placement
-service, the adapters, the CLI (with the daemon and the composition root), and the test lab on
-top. A module may import its own room and the rooms below it, never one above: an adapter that
-reached for the CLI, or any product module that reached for the lab, fails here by name.
+service, the adapters, the CLI (with the daemon and the composition root), the test lab, and the
+chaos soak on top. A module may import its own room and the rooms below it, never one above: an
+adapter that reached for the CLI, any product module that reached for the lab, or the lab
+reaching for the soak fails here by name.
 
 The core's own purity (standard library only, nothing that does I/O) is checked by
 ``tests/unit/core/test_core_purity.py``.
@@ -17,7 +18,8 @@ from tests.unit.architecture.imports import top_level_imports
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
-LAYERS = ("cpuset_core", "cpuset_service", "cpuset_adapters", "cpuset_cli", "cpuset_lab")
+LAYERS = ("cpuset_core", "cpuset_service", "cpuset_adapters", "cpuset_cli", "cpuset_lab",
+          "cpuset_soak")
 """Bottom first: each room may import itself and the rooms before it."""
 
 
@@ -50,3 +52,11 @@ def test_the_check_notices_an_upward_import(tmp_path: Path) -> None:
     bad.write_text("def later():\n    from cpuset_lab import demo\nimport cpuset_core.cpuset\n")
     assert project_imports(bad) == {"cpuset_lab", "cpuset_core"}
     assert project_imports(bad) - allowed("cpuset_adapters") == {"cpuset_lab"}
+
+
+def test_nothing_imports_the_soak(tmp_path: Path) -> None:
+    # The soak is the top room: every other room, the lab included, is below it.
+    assert all("cpuset_soak" not in allowed(room) for room in LAYERS[:-1])
+    lab = tmp_path / "lab.py"
+    lab.write_text("from cpuset_soak.walk import Walk\n")
+    assert project_imports(lab) - allowed("cpuset_lab") == {"cpuset_soak"}

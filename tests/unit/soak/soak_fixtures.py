@@ -1,11 +1,10 @@
-"""Hand-made nodes for the soak's unit tests (``bench/chaos_soak``)."""
+"""Hand-made nodes for the soak's unit tests (``cpuset_soak``)."""
 
 from __future__ import annotations
 
-from chaos_soak.kernel import Enforced
-from chaos_soak.model import Container, Node, Pod
-
 from cpuset_core import CPUSet
+from cpuset_soak.kernel import Enforced
+from cpuset_soak.model import Container, Node, Pod
 
 TWO = CPUSet.parse("0-1")
 FOUR = CPUSet.parse("0-3")

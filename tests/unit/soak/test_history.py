@@ -1,4 +1,4 @@
-"""The soak's history (``bench/chaos_soak/history.py``): what a run writes reads back as the
+"""The soak's history (``cpuset_soak/history.py``): what a run writes reads back as the
 same steps, and a file that cannot be replayed is refused naming the line; the walk is the
 same for the same seed."""
 
@@ -8,10 +8,10 @@ import io
 import json
 
 import pytest
-from chaos_soak.history import Header, HistoryError, HistoryWriter, ops_of, parse
-from chaos_soak.walk import Walk
 
-from tests.unit.bench.soak_fixtures import TWO, node_with
+from cpuset_soak.history import Header, HistoryError, HistoryWriter, ops_of, parse
+from cpuset_soak.walk import Walk
+from tests.unit.soak.soak_fixtures import TWO, node_with
 
 HEADER = Header(seed=7, runtime="1.7", online="0-1", minutes=2.0)
 

@@ -1,4 +1,4 @@
-"""The soak's invariants (``bench/chaos_soak/invariants.py``) on hand-made kernel views: each
+"""The soak's invariants (``cpuset_soak/invariants.py``) on hand-made kernel views: each
 one finds what it is there for, and stays quiet on a correct node."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chaos_soak import kernel
-from chaos_soak.invariants import empty_state, exclusive_owners, placements, state_matches
-from chaos_soak.model import BEST_EFFORT, INTEGER, PINNED, SHARED
-from chaos_soak.report import descriptor_growth
 
 from cpuset_adapters import cgroupfs
 from cpuset_core import CPUSet
-from tests.unit.bench.soak_fixtures import FOUR, TWO, enforced, node_with, pod, running
+from cpuset_soak import kernel
+from cpuset_soak.invariants import empty_state, exclusive_owners, placements, state_matches
+from cpuset_soak.model import BEST_EFFORT, INTEGER, PINNED, SHARED
+from cpuset_soak.report import descriptor_growth
+from tests.unit.soak.soak_fixtures import FOUR, TWO, enforced, node_with, pod, running
 
 
 def nodes_of(cpus: CPUSet) -> CPUSet:

@@ -1,5 +1,5 @@
-"""The soak's CPU hotplug (``bench/chaos_soak/hotplug.py``, the model's and the walk's part)
-and its check that no container the plugin refused exists (``node.Rejections``)."""
+"""The soak's CPU hotplug (``cpuset_soak/hotplug.py``, the model's and the walk's part)
+and its check that no container the plugin refused exists (``plugin.Rejections``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from chaos_soak.hotplug import HotplugUnavailable, usable_cpus
-from chaos_soak.invariants import placements
-from chaos_soak.model import INTEGER, PINNED, SHARED, UNAVAILABLE, Pod
-from chaos_soak.node import Rejections
-from chaos_soak.walk import Walk
 
 from cpuset_core import CPUSet
-from tests.unit.bench.soak_fixtures import FOUR, enforced, node_with, pod, running
+from cpuset_soak.hotplug import HotplugUnavailable, usable_cpus
+from cpuset_soak.invariants import placements
+from cpuset_soak.model import INTEGER, PINNED, SHARED, UNAVAILABLE, Pod
+from cpuset_soak.plugin import Rejections
+from cpuset_soak.walk import Walk
+from tests.unit.soak.soak_fixtures import FOUR, enforced, node_with, pod, running
 
 EIGHT = CPUSet.parse("0-7")
 

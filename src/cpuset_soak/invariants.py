@@ -56,12 +56,35 @@ def kernel_agrees(node: Node, view: KernelView) -> list[str]:
 def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet],
                all_mems: CPUSet) -> list[str]:
     """After settling: every running container exactly where the rules put it."""
-    found: list[str] = []
     running = [c for c in node.running() if not c.faulted]
     missing = [c for c in running if c.cid not in view]
-    found += [f"{_name(c)}: running, but no cgroup to read" for c in missing]
+    found = [f"{_name(c)}: running, but no cgroup to read" for c in missing]
     integers = [c for c in running if c.kind == INTEGER and c.cid in view]
     pins = node.pins()
+    found += _exclusive_placements(node, view, running, integers, pins=pins, nodes_of=nodes_of)
+    if any(c.faulted and c.kind == INTEGER for c in node.running()):
+        return found  # where a refused integer container's CPUs went is not known
+    exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)
+    pool = node.online - pins - exclusive
+    if node.strict_reservation:
+        pool -= node.reserved
+    if not pool:
+        return found  # nowhere valid to put them: a synchronize leaves them where they run
+    for c in running:
+        if c.kind in (SHARED, BEST_EFFORT) and c.cid in view:
+            got = view[c.cid]
+            if got.cpus != pool or got.mems != all_mems:
+                found.append(f"{_name(c)}: shared, expected {pool} (mems {all_mems}), the "
+                             f"kernel enforces {got.cpus} (mems {got.mems})")
+    return found
+
+
+def _exclusive_placements(node: Node, view: KernelView, running: list[Container],
+                          integers: list[Container], *, pins: CPUSet,
+                          nodes_of: Callable[[CPUSet], CPUSet]) -> list[str]:
+    """Every integer container on exactly its N CPUs, off pins and reserved; every pin on
+    exactly its annotation's online part, with those CPUs' memory nodes."""
+    found: list[str] = []
     for c in integers:
         cpus = view[c.cid].cpus
         if len(cpus) != c.cpus:
@@ -76,20 +99,6 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
             got, pin = view[c.cid], pod.pin & node.online  # its online part
             if got.cpus != pin or got.mems != nodes_of(pin):
                 found.append(f"{_name(c)}: pinned to {pin} (mems {nodes_of(pin)}), the "
-                             f"kernel enforces {got.cpus} (mems {got.mems})")
-    if any(c.faulted and c.kind == INTEGER for c in node.running()):
-        return found  # where a refused integer container's CPUs went is not known
-    exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)
-    pool = node.online - pins - exclusive
-    if node.strict_reservation:
-        pool -= node.reserved
-    if not pool:
-        return found  # nowhere valid to put them: a synchronize leaves them where they run
-    for c in running:
-        if c.kind in (SHARED, BEST_EFFORT) and c.cid in view:
-            got = view[c.cid]
-            if got.cpus != pool or got.mems != all_mems:
-                found.append(f"{_name(c)}: shared, expected {pool} (mems {all_mems}), the "
                              f"kernel enforces {got.cpus} (mems {got.mems})")
     return found
 

@@ -6,7 +6,7 @@ whose namespace may still not pin, or whose annotation is invalid, stays shared.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from cpuset_core.cpuset import CPUSet
 
@@ -20,9 +20,7 @@ from .model import (
     Pod,
     Prediction,
 )
-
-if TYPE_CHECKING:
-    from .runner import Soak
+from .parts import Checks, Model
 
 CHANGING_CLASS: Final = "changing-class"
 """A container's kind while the model judges the class it may take at an update."""
@@ -30,26 +28,27 @@ KEPT_SHARED: Final = frozenset({NAMESPACE, INVALID_ANNOTATION})
 """Why a running pin stays where it runs at an update rather than being refused."""
 
 
-def class_change(soak: Soak, pod: Pod, container: Container) -> tuple[str, Prediction] | None:
+def class_change(pod: Pod, container: Container, *, model: Model,
+                 checks: Checks) -> tuple[str, Prediction] | None:
     """The class a shared-running container takes at its next update, and what the plugin may
     answer; ``None`` when it stays shared."""
     if container.kind != SHARED or not (container.cpus or pod.annotation is not None):
         return None
-    if pod.annotation is not None and soak.model.pin_refusals(pod)[1] & KEPT_SHARED:
+    if pod.annotation is not None and model.node.pin_refusals(pod)[1] & KEPT_SHARED:
         return None
-    soak.refresh_integers()
-    with soak.lock:
+    checks.refresh_integers()
+    with model.lock:
         container.kind = CHANGING_CLASS  # neither shared nor exclusive while it is judged
         try:
             if pod.annotation is not None:
-                return PINNED, soak.model.predict_pinned(pod)
-            return INTEGER, soak.model.predict_integer(container.cpus)
+                return PINNED, model.node.predict_pinned(pod)
+            return INTEGER, model.node.predict_integer(container.cpus)
         finally:
             container.kind = SHARED
 
 
-def changed(soak: Soak, pod: Pod, container: Container, kind: str) -> None:
-    with soak.lock:
+def changed(pod: Pod, container: Container, kind: str, *, model: Model) -> None:
+    with model.lock:
         container.kind = kind
         if kind == PINNED:
             pod.pin = CPUSet.parse(pod.annotation or "")

@@ -1,11 +1,10 @@
-"""The soak's model of the node (``bench/chaos_soak/model.py``): which outcomes of a creation
+"""The soak's model of the node (``cpuset_soak/model.py``): which outcomes of a creation
 or a resize it allows, on hand-worked nodes, and what draining and a resynchronize change."""
 
 from __future__ import annotations
 
-import threading
-
-from chaos_soak.model import (
+from cpuset_core import CPUSet
+from cpuset_soak.model import (
     INSUFFICIENT,
     INTEGER,
     INVALID_ANNOTATION,
@@ -19,11 +18,10 @@ from chaos_soak.model import (
     Node,
     Pod,
 )
-from chaos_soak.operations import reason_of
-from chaos_soak.reclass import CHANGING_CLASS, class_change
-
-from cpuset_core import CPUSet
-from tests.unit.bench.soak_fixtures import FOUR, TWO, node_with, pod, running
+from cpuset_soak.outcomes import reason_of
+from cpuset_soak.parts import Model
+from cpuset_soak.reclass import CHANGING_CLASS, class_change
+from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running
 
 
 def test_an_integer_container_that_fits_must_be_admitted() -> None:
@@ -167,14 +165,13 @@ def test_a_pin_run_shared_while_its_namespace_was_not_allowed_is_judged_as_leavi
     assert node.predict_pinned(p1059).must_admit
 
 
-class _Judging:
-    """What ``class_change`` uses of a soak: its model and lock."""
-
-    def __init__(self, model: Node) -> None:
-        self.model = model
-        self.lock = threading.RLock()
+class _NoKernel:
+    """Checks that read nothing: ``class_change`` refreshes where integer containers run."""
 
     def refresh_integers(self) -> None:
+        pass
+
+    def check_always(self) -> None:
         pass
 
 
@@ -183,14 +180,14 @@ def test_a_pin_kept_shared_stays_shared_at_its_update_while_its_namespace_may_no
     # CpusetEngine.plan_resize keeps a running container whose pin it may not claim where it
     # runs, instead of refusing the kubelet's update.
     node, p9, demoted = _demoted_pin("p9")
-    soak = _Judging(node)
+    model, checks = Model(node), _NoKernel()
     node.namespaces = ("storage",)
-    assert class_change(soak, p9, demoted) is None  # type: ignore[arg-type]
+    assert class_change(p9, demoted, model=model, checks=checks) is None
     p9.annotation = "1-"
     node.namespaces = ("*",)
-    assert class_change(soak, p9, demoted) is None  # type: ignore[arg-type]
+    assert class_change(p9, demoted, model=model, checks=checks) is None
     p9.annotation = "1"
-    change = class_change(soak, p9, demoted)  # type: ignore[arg-type]
+    change = class_change(p9, demoted, model=model, checks=checks)
     assert change is not None
     assert change[0] == PINNED
     assert demoted.kind == SHARED

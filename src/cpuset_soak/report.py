@@ -6,40 +6,42 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Final
+from pathlib import Path
+from typing import Final
 
 from .kernel import KernelView
-from .node import Tally
-
-if TYPE_CHECKING:
-    from .runner import Soak
+from .model import Node
+from .record import Record, Tally
 
 FD_SLACK: Final = 3
 """Descriptors a plugin may hold at the end beyond the fewest it held at a settle (a
 reconnect in flight, a status client) before it counts as a leak."""
 
 
-def violation(soak: Soak, when: str, view: KernelView) -> None:
+def violation(record: Record, model: Node, when: str, view: KernelView, *, seed: int,
+              history: Path) -> None:
+    """What was found (``record.found``) at ``record.step``, the last operations and their
+    outcomes, and each running container as the kernel and the model see it."""
     out = sys.stdout
-    print(f"\n=== VIOLATION {when}, seed {soak.seed}, step {soak.step}", file=out)
-    for text in soak.found:
+    print(f"\n=== VIOLATION {when}, seed {seed}, step {record.step}", file=out)
+    for text in record.found:
         print(f"  - {text}", file=out)
     print("--- the last 30 operations and outcomes:", file=out)
-    for line in soak.recent:
+    for line in record.recent:
         print(line, file=out)
     print("--- the kernel's view (cgroup cpus/mems; process cpus) and the model's:", file=out)
-    for container in soak.model.running():
+    for container in model.running():
         seen = view.get(container.cid)
         enforced = (f"cpus {seen.cpus} mems {seen.mems} process {seen.process_cpus}"
                     if seen else "no cgroup")
         flags = " ".join(f for f, on in (("unmanaged", container.unmanaged),
                                         ("runc-refusing", container.faulted)) if on)
-        pin = soak.model.pods[container.pod].pin
+        pin = model.pods[container.pod].pin
         print(f"  {container.pod}/{container.name} {container.kind}"
               f"{f' x{container.cpus}' if container.cpus else ''}"
               f"{f' pin {pin}' if pin is not None else ''} {container.cid[:12]}: "
               f"{enforced} {flags}", file=out)
-    print(f"--- replay: python bench/soak.py --replay {soak.node.workdir}/history.jsonl "
+    print(f"--- replay: python -m cpuset_soak --replay {history} "
           f"(kept; the plugin's log is beside it)", file=out, flush=True)
 
 

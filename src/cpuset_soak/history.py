@@ -14,7 +14,7 @@ from typing import IO, Any, Final
 FORMAT: Final = 1
 Op = dict[str, Any]
 """One operation: ``{"kind": "create", "pod": "p3", ...}``; the keys each kind takes are
-listed in ``operations.REQUIRED``."""
+those its operation reads (``dispatch.DISPATCH``, drawn by ``walk``)."""
 
 
 class HistoryError(ValueError):

@@ -143,7 +143,9 @@ class CriClient:
             id=status.id, name=status.metadata.name,
             state=pb.ContainerState.Name(status.state), exit_code=status.exit_code,
             reason=status.reason, message=status.message, resources=resources,
-            annotations=dict(status.annotations), pid=pid_from_info(info), info=info)
+            annotations=dict(status.annotations), pid=pid_from_info(info), info=info,
+            created_at=status.created_at, started_at=status.started_at,
+            finished_at=status.finished_at)
 
     def list_containers(self, pod_id: str | None = None, *,
                         state: str | None = None) -> list[ContainerInfo]:
@@ -156,5 +158,6 @@ class CriClient:
             pb.ListContainersResponse)
         return [ContainerInfo(id=c.id, pod_id=c.pod_sandbox_id, name=c.metadata.name,
                               state=pb.ContainerState.Name(c.state),
-                              annotations=dict(c.annotations), labels=dict(c.labels))
+                              annotations=dict(c.annotations), labels=dict(c.labels),
+                              created_at=c.created_at)
                 for c in resp.containers]

@@ -209,6 +209,7 @@ def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) 
     assert (status.running, status.pid, status.cgroups_path) == (True, 4242, "/kubepods/x/ctr-1")
     assert status.resources is not None
     assert status.resources.cpuset_cpus == "1"
+    assert (status.created_at, status.started_at, status.finished_at) == (11, 12, 0)
 
 
 def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
@@ -245,6 +246,7 @@ def test_a_response_of_many_frames_beyond_the_default_window_arrives_whole(
     containers = client.list_containers()
     assert len(containers) == MANY
     assert containers[-1].id == f"{MANY - 1:064x}"
+    assert containers[-1].created_at == 10**18 + MANY - 1
     assert containers[-1].labels["io.kubernetes.container.name"] == f"app-{MANY - 1}"
 
 

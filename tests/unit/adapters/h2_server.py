@@ -1,6 +1,6 @@
-"""A scripted HTTP/2 server on a unix socket, for the CRI transports' wire tests: each
-connection's first request is read whole, then a test's ``Script`` answers it frame by frame
-(trailers-only, RST_STREAM, GOAWAY, a PING first, a body larger than the client's window...).
+"""A scripted HTTP/2 server on a unix socket, for the CRI transports' wire tests: each request
+is read whole, then a test's ``Script`` answers it frame by frame (trailers-only, RST_STREAM,
+GOAWAY, a PING first, a body larger than the client's window...), until the client leaves.
 Built on h2's server side; what a real gRPC server cannot be made to do is done here."""
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ class Exchange:
             self.seen.window_updates += 1
 
     def read_request(self) -> None:
-        self.conn.initiate_connection()
-        self.flush()
+        """Waits for the connection's next whole request."""
+        self.ended = False
         while not self.ended:
             if not self.pump():
-                raise ConnectionError("the client left before its request ended")
+                raise ConnectionError("the client left before a request ended")
 
     # -- what scripts send --
 
@@ -157,10 +157,12 @@ def scripted_server(path: Path, script: Script) -> Iterator[Seen]:
     def serve(sock: socket.socket) -> None:
         with sock:
             exchange = Exchange(sock, seen)
+            exchange.conn.initiate_connection()
             with contextlib.suppress(ConnectionError, OSError, h2.exceptions.H2Error):
-                exchange.read_request()
-                script(exchange)
-                exchange.linger(0.5)  # let the client read before the socket closes
+                exchange.flush()
+                while True:  # every request the client sends on this connection
+                    exchange.read_request()
+                    script(exchange)
 
     def accept() -> None:
         while not stop.is_set():

@@ -5,6 +5,7 @@ and its flow control. Where both transports can be held to the same answer, both
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -177,6 +178,88 @@ def test_a_small_window_is_reopened_as_data_is_consumed(tmp_path: Path) -> None:
         transport = H2UnaryTransport(str(sock), window=65_535)
         assert transport.unary(PATH, b"", 5.0) == payload
     assert seen.window_updates > 4
+
+
+def test_one_connection_carries_the_calls_that_follow_even_after_a_runtime_error(
+        tmp_path: Path) -> None:
+    sock = tmp_path / "cri.sock"
+    answers = iter([b"one", None, b"three"])
+
+    def script(ex: Exchange) -> None:
+        payload = next(answers)
+        if payload is None:
+            ex.headers(("grpc-status", "5"), end=True)
+        else:
+            answer(payload)(ex)
+
+    with scripted_server(sock, script) as seen:
+        transport = H2UnaryTransport(str(sock))
+        assert transport.unary(PATH, b"", 5.0) == b"one"
+        with pytest.raises(CriError, match="NOT_FOUND"):
+            transport.unary(PATH, b"", 5.0)
+        assert transport.unary(PATH, b"", 5.0) == b"three"
+        transport.close()
+    assert (seen.connections, len(seen.headers)) == (1, 3)
+
+
+@pytest.mark.parametrize("leave", ["close", "goaway"])
+def test_a_kept_connection_the_runtime_left_is_replaced_before_the_next_call(
+        tmp_path: Path, leave: str) -> None:
+    sock = tmp_path / "cri.sock"
+
+    def script(ex: Exchange) -> None:
+        answer(b"ok")(ex)
+        if leave == "goaway":  # a graceful stop
+            ex.conn.close_connection()
+            ex.flush()
+        ex.sock.shutdown(socket.SHUT_WR)  # a restart: the runtime's end is gone
+
+    with scripted_server(sock, script) as seen:
+        transport = H2UnaryTransport(str(sock))
+        assert transport.unary(PATH, b"", 5.0) == b"ok"
+        time.sleep(0.05)  # the close reaches the client's socket
+        assert transport.unary(PATH, b"", 5.0) == b"ok"
+        transport.close()
+    assert seen.connections == 2
+
+
+def test_a_ping_that_arrived_while_idle_is_answered_and_the_connection_kept(
+        tmp_path: Path) -> None:
+    sock = tmp_path / "cri.sock"
+
+    def script(ex: Exchange) -> None:
+        answer(b"ok")(ex)
+        ex.conn.ping(b"idle-png")
+        ex.flush()
+
+    with scripted_server(sock, script) as seen:
+        transport = H2UnaryTransport(str(sock))
+        assert transport.unary(PATH, b"", 5.0) == b"ok"
+        time.sleep(0.05)  # the PING is waiting in the client's socket
+        assert transport.unary(PATH, b"", 5.0) == b"ok"
+        transport.close()
+    assert seen.connections == 1
+    assert seen.pings_answered >= 1
+
+
+def test_a_connection_that_failed_a_call_is_not_reused(tmp_path: Path) -> None:
+    sock = tmp_path / "cri.sock"
+    resets = iter([True, False])
+
+    def script(ex: Exchange) -> None:
+        if next(resets):
+            ex.conn.reset_stream(ex.stream, 0x8)
+            ex.flush()
+        else:
+            answer(b"ok")(ex)
+
+    with scripted_server(sock, script) as seen:
+        transport = H2UnaryTransport(str(sock))
+        with pytest.raises(CriError, match="CANCELLED"):
+            transport.unary(PATH, b"", 5.0)
+        assert transport.unary(PATH, b"", 5.0) == b"ok"
+        transport.close()
+    assert seen.connections == 2
 
 
 @pytest.mark.parametrize(("raw", "text"), [

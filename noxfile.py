@@ -92,6 +92,16 @@ def bench_dense(session: nox.Session) -> None:
     session.run("python", "bench/dense.py", *session.posargs)
 
 
+@nox.session(name="bench-cri", python=PYTHON)
+def bench_cri(session: nox.Session) -> None:
+    """The daemon's h2 CRI transport beside grpcio on the real containerd: the daemon's RSS
+    after a CRI call through each, and per-call times at 100/500 containers (root; installs
+    containerd first; prints figures)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/cri_transports.py", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def soak(session: nox.Session) -> None:
     """A chaos soak on the real containerd: a seeded random walk of pods and faults (plugin

@@ -35,6 +35,9 @@ REQUIREMENTS = [
     "protobuf>=7.35.1,<8",
     # CRI, which the demo and the e2e tests use to drive containerd like a kubelet, is gRPC.
     "grpcio>=1.85.1",
+    # The daemon's own CRI reads: unary gRPC over HTTP/2 in pure Python (cri/h2_unary.py),
+    # because importing grpc would cost the daemon about 14 MB of RSS (decision 35).
+    "h2>=4.2,<5",
 ]
 
 setup(version=VERSION, install_requires=REQUIREMENTS)

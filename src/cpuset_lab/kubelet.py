@@ -5,7 +5,8 @@ remove containers, with the resources a kubelet derives from Kubernetes quantiti
 The e2e tests, the benchmarks and the real-runtime demo use it to run pods and containers on
 containerd (and so through NRI and this project's plugin) without a kubelet or crictl. Every
 failed call raises ``CriError``; when an NRI plugin rejects a container, CreateContainer fails and
-the plugin's reason is in ``CriError.details``.
+the plugin's reason is in ``CriError.details``. It speaks through grpcio unless told otherwise:
+the tests drive containerd with a complete gRPC stack independent of the daemon's h2 one.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cpuset_adapters.cri.client import CriClient
+from cpuset_adapters.cri.grpc_transport import GrpcTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import Resources
+from cpuset_adapters.cri.transport import UnaryTransport
 from cpuset_lab.pod_spec import PodSpec
 
 
@@ -25,10 +28,14 @@ class KubeletClient(CriClient):
 
     Pod configs run through ``run_pod`` are remembered per pod id, because CreateContainer carries
     the sandbox config again (a kubelet does the same); pass ``pod_config=None`` to reuse it.
+    Calls go through grpcio (``GrpcTransport``) unless ``transport`` is given.
     """
 
-    def __init__(self, address: str | Path, *, timeout: float = 60.0) -> None:
-        super().__init__(address, timeout=timeout)
+    def __init__(self, address: str | Path, *, timeout: float = 60.0,
+                 transport: UnaryTransport | None = None) -> None:
+        path = str(address).removeprefix("unix://")
+        super().__init__(path, timeout=timeout,
+                         transport=GrpcTransport(path) if transport is None else transport)
         self._pod_configs: dict[str, pb.PodSandboxConfig] = {}
         #: The cgroup parent of every pod run through this client, removed or not: runc deletes
         #: container cgroups but not these (a kubelet does), so the lab deletes them.

@@ -2,8 +2,10 @@
 
 The daemon reads running containers through it when the runtime does not synchronize a
 pre-installed plugin (``inventory.py``); the test lab extends it to drive the runtime like a
-kubelet (``cpuset_lab.kubelet``). It speaks gRPC over the runtime's unix socket with the messages
-of ``proto/cri.proto`` (field numbers are the real CRI's); what it returns is in ``results``.
+kubelet (``cpuset_lab.kubelet``). It sends the messages of ``proto/cri.proto`` (field numbers
+are the real CRI's) as unary gRPC calls through a ``UnaryTransport`` (``transport.py``): by
+default ``h2_unary`` (pure Python, no grpc import: the daemon's path), or the grpcio one the
+lab passes (``grpc_transport``). What it returns is in ``results``.
 
 Every failed call raises ``CriError`` carrying the gRPC status code and the runtime's own message;
 when an NRI plugin rejects a container, CreateContainer fails and the plugin's reason is in
@@ -12,13 +14,13 @@ when an NRI plugin rejects a container, CreateContainer fails and the plugin's r
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Protocol, Self, TypeVar
 
-import grpc
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
+from cpuset_adapters.cri.h2_unary import H2UnaryTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import (
     ContainerInfo,
@@ -30,6 +32,10 @@ from cpuset_adapters.cri.results import (
     decode_info,
     pid_from_info,
 )
+from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.cri.transport import CriError, UnaryTransport
+
+__all__ = ["CRI_API_VERSION", "CriClient", "CriError", "UnaryTransport"]
 
 #: The CRI API version this client speaks (``VersionRequest.version``).
 CRI_API_VERSION: Final = "v1"
@@ -46,57 +52,27 @@ class _Message(Protocol):
 _Resp = TypeVar("_Resp", bound=_Message)
 
 
-# ---- errors ------------------------------------------------------------------------------------
-
-
-class CriError(Exception):
-    """A CRI call failed: ``code`` is the gRPC status, ``details`` the runtime's message."""
-
-    def __init__(self, method: str, code: grpc.StatusCode, details: str) -> None:
-        self.method = method
-        self.code = code
-        self.details = details
-        super().__init__(f"CRI {method} failed: {self.code_name}: {details}")
-
-    @property
-    def code_name(self) -> str:
-        """The status code's name, e.g. ``"UNKNOWN"`` or ``"NOT_FOUND"``."""
-        name = getattr(self.code, "name", None)
-        return name if isinstance(name, str) else str(self.code)
-
-
-def _serialize(message: _Message) -> bytes:
-    return message.SerializeToString()
-
-
-def _parser(kind: type[_Resp]) -> Callable[[bytes], _Resp]:
-    def parse(data: bytes) -> _Resp:
-        message = kind()
-        message.ParseFromString(data)
-        return message
-
-    return parse
-
-
 # ---- the client --------------------------------------------------------------------------------
 
 
 class CriClient:
     """Synchronous CRI client over a unix socket (``address`` is the socket's path): the runtime's
     version and what runs (pods, containers and their status). Driving the runtime like a
-    kubelet is the test lab's (``cpuset_lab.kubelet``)."""
+    kubelet is the test lab's (``cpuset_lab.kubelet``). ``transport`` carries the calls:
+    ``H2UnaryTransport`` on ``address`` unless one is given."""
 
-    def __init__(self, address: str | Path, *, timeout: float = 60.0) -> None:
+    def __init__(self, address: str | Path, *, timeout: float = 60.0,
+                 transport: UnaryTransport | None = None) -> None:
         path = str(address).removeprefix("unix://")
         self.address = path
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(f"unix://{path}")
-        self._methods: dict[str, object] = {}
+        self.transport: UnaryTransport = (H2UnaryTransport(path) if transport is None
+                                          else transport)
 
     # -- plumbing --
 
     def close(self) -> None:
-        self._channel.close()
+        self.transport.close()
 
     def __enter__(self) -> Self:
         return self
@@ -107,20 +83,18 @@ class CriClient:
 
     def call(self, service: str, method: str, request: _Message, response_type: type[_Resp],
               timeout: float | None = None) -> _Resp:
-        """One unary call; the method path comes from the proto's service descriptor."""
+        """One unary call; the method path comes from the proto's service descriptor. Raises
+        ``CriError`` (an answer that does not parse as ``response_type`` is INTERNAL)."""
         desc = pb.DESCRIPTOR.services_by_name[service]
         path = f"/{desc.full_name}/{desc.methods_by_name[method].name}"
-        stub = self._methods.get(path)
-        if stub is None:
-            stub = self._channel.unary_unary(
-                path, request_serializer=_serialize, response_deserializer=_parser(response_type))
-            self._methods[path] = stub
+        data = self.transport.unary(path, request.SerializeToString(),
+                                    self.timeout if timeout is None else timeout)
+        response = response_type()
         try:
-            response = stub(request, timeout=self.timeout if timeout is None else timeout)  # type: ignore[operator]
-        except grpc.RpcError as err:
-            raise CriError(method, err.code(), err.details() or "") from None
-        if not isinstance(response, response_type):
-            raise TypeError(f"CRI {method} returned {type(response).__name__}")
+            response.ParseFromString(data)
+        except DecodeError as err:
+            raise CriError(method, StatusCode.INTERNAL,
+                           f"the answer is not a {response_type.__name__}: {err}") from None
         return response
 
     # -- runtime --
@@ -169,7 +143,9 @@ class CriClient:
             id=status.id, name=status.metadata.name,
             state=pb.ContainerState.Name(status.state), exit_code=status.exit_code,
             reason=status.reason, message=status.message, resources=resources,
-            annotations=dict(status.annotations), pid=pid_from_info(info), info=info)
+            annotations=dict(status.annotations), pid=pid_from_info(info), info=info,
+            created_at=status.created_at, started_at=status.started_at,
+            finished_at=status.finished_at)
 
     def list_containers(self, pod_id: str | None = None, *,
                         state: str | None = None) -> list[ContainerInfo]:
@@ -182,5 +158,6 @@ class CriClient:
             pb.ListContainersResponse)
         return [ContainerInfo(id=c.id, pod_id=c.pod_sandbox_id, name=c.metadata.name,
                               state=pb.ContainerState.Name(c.state),
-                              annotations=dict(c.annotations), labels=dict(c.labels))
+                              annotations=dict(c.annotations), labels=dict(c.labels),
+                              created_at=c.created_at)
                 for c in resp.containers]

@@ -92,6 +92,8 @@ class ContainerInfo:
     state: str  # CONTAINER_CREATED / _RUNNING / _EXITED / _UNKNOWN
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
+    #: When the runtime created it, in nanoseconds since the epoch (0: not reported).
+    created_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,11 @@ class ContainerStatus:
     #: The verbose ``info`` map, JSON values decoded (containerd: ``info`` with ``pid``,
     #: ``sandboxID``, ``runtimeSpec``, ...).
     info: Mapping[str, object] = field(repr=False)
+    #: Created, started and finished, in nanoseconds since the epoch (0: not yet, or not
+    #: reported).
+    created_at: int = 0
+    started_at: int = 0
+    finished_at: int = 0
 
     @property
     def running(self) -> bool:

@@ -72,7 +72,8 @@ class CriInventory:
 
 
 def _read_inventory(cri_socket: str) -> tuple[list[PodFacts], list[ContainerFacts]]:
-    # Imported here: gRPC is only needed on this path, and it would slow every plugin start.
+    # Imported here: CRI (h2, the CRI messages) is only needed on this path. The default
+    # transport is h2_unary: the daemon never imports grpc (decision 35).
     from cpuset_adapters.cri.client import CriClient  # noqa: PLC0415
     from cpuset_adapters.cri.inventory import read_inventory  # noqa: PLC0415
 

@@ -1,19 +1,26 @@
 """The CRI client: kubelet-shaped helpers, and the wire (method paths, messages, errors) checked
-against an in-process gRPC server that plays the runtime."""
+against an in-process gRPC server (grpcio) that plays the runtime, through both transports: the
+lab's grpcio one and the daemon's h2 one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
 
 import grpc
 import pytest
 
-from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.client import CriClient, CriError
+from cpuset_adapters.cri.grpc_transport import GrpcTransport
+from cpuset_adapters.cri.h2_unary import H2UnaryTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
 from cpuset_adapters.cri.results import Resources
+from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.cri.transport import UnaryTransport
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus
@@ -84,17 +91,40 @@ def test_fractional_and_besteffort_resources_follow_the_kubelet() -> None:
     assert (best_effort.cpu_shares, best_effort.cpu_quota, best_effort.memory_limit) == (2, 0, 0)
 
 
+TRANSPORTS: dict[str, Callable[[str], UnaryTransport]] = {
+    "grpcio": GrpcTransport, "h2": H2UnaryTransport}
+
+#: More than 64 KiB (the default HTTP/2 window) and than one 16 KiB frame: about 300 KB.
+MANY = 2000
+#: What the fake runtime says when a container is not there: characters grpc-message must
+#: percent-encode (%, non-ASCII, a newline) and a "+" that must stay one.
+NOT_FOUND = "container «ctr-9» not found: 100% gone + line\ntwo"
+SLOW_TIMEOUT = 0.5
+
+
 class _DryRunRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
     """Records requests; fails CreateContainer the way containerd relays an NRI rejection."""
 
     def __init__(self) -> None:
         self.requests: list[object] = []
+        self.release = threading.Event()  # ends a slow call when the test is over
 
     def Version(self, request: pb.VersionRequest, _context: object) -> pb.VersionResponse:  # noqa: N802
         self.requests.append(request)
+        if request.version == "slow":
+            self.release.wait(10 * SLOW_TIMEOUT)
         return pb.VersionResponse(version="0.1.0", runtime_name="fake",
                                   runtime_version="1.7.24", runtime_api_version="v1")
 
+    def ListContainers(self, request: pb.ListContainersRequest,  # noqa: N802
+                       _context: object) -> pb.ListContainersResponse:
+        self.requests.append(request)
+        return pb.ListContainersResponse(containers=[
+            pb.Container(id=f"{n:064x}", pod_sandbox_id=f"pod-{n % 7}", state=pb.CONTAINER_RUNNING,
+                         metadata=pb.ContainerMetadata(name=f"app-{n}"), created_at=10**18 + n,
+                         labels={"io.kubernetes.pod.namespace": "default",
+                                 "io.kubernetes.container.name": f"app-{n}"})
+            for n in range(MANY)])
     def RunPodSandbox(self, request: pb.RunPodSandboxRequest,  # noqa: N802
                       _context: object) -> pb.RunPodSandboxResponse:
         self.requests.append(request)
@@ -109,29 +139,45 @@ class _DryRunRuntime(pb_grpc.RuntimeServiceServicer):  # type: ignore[misc]
         return pb.CreateContainerResponse(container_id="ctr-1")
 
     def ContainerStatus(self, request: pb.ContainerStatusRequest,  # noqa: N802
-                        _context: object) -> pb.ContainerStatusResponse:
+                        context: grpc.ServicerContext) -> pb.ContainerStatusResponse:
         self.requests.append(request)
+        if request.container_id == "ctr-9":
+            context.abort(grpc.StatusCode.NOT_FOUND, NOT_FOUND)
         status = pb.ContainerStatus(id=request.container_id, state=pb.CONTAINER_RUNNING,
-                                    metadata=pb.ContainerMetadata(name="app"))
+                                    metadata=pb.ContainerMetadata(name="app"), created_at=11,
+                                    started_at=12, finished_at=0)
         status.resources.linux.cpuset_cpus = "1"
         info = '{"pid": 4242, "runtimeSpec": {"linux": {"cgroupsPath": "/kubepods/x/ctr-1"}}}'
         return pb.ContainerStatusResponse(status=status, info={"info": info})
 
 
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport(request: pytest.FixtureRequest) -> Callable[[str], UnaryTransport]:
+    """Each test runs once per transport."""
+    return TRANSPORTS[request.param]
+
+
 @pytest.fixture
-def fake(tmp_path: Path) -> Iterator[tuple[KubeletClient, _DryRunRuntime]]:
+def fake(tmp_path: Path, transport: Callable[[str], UnaryTransport],
+         ) -> Iterator[tuple[KubeletClient, _DryRunRuntime]]:
     runtime = _DryRunRuntime()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_RuntimeServiceServicer_to_server(runtime, server)
     sock = tmp_path / "cri.sock"
     server.add_insecure_port(f"unix://{sock}")
     server.start()
-    client = KubeletClient(sock, timeout=10)
+    client = KubeletClient(sock, timeout=10, transport=transport(str(sock)))
     try:
         yield client, runtime
     finally:
+        runtime.release.set()
         client.close()
         server.stop(None)
+
+
+def test_the_lab_client_speaks_grpcio_and_the_default_client_h2(tmp_path: Path) -> None:
+    assert isinstance(KubeletClient(tmp_path / "cri.sock").transport, GrpcTransport)
+    assert isinstance(CriClient(tmp_path / "cri.sock").transport, H2UnaryTransport)
 
 
 def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
@@ -163,6 +209,7 @@ def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) 
     assert (status.running, status.pid, status.cgroups_path) == (True, 4242, "/kubepods/x/ctr-1")
     assert status.resources is not None
     assert status.resources.cpuset_cpus == "1"
+    assert (status.created_at, status.started_at, status.finished_at) == (11, 12, 0)
 
 
 def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
@@ -171,8 +218,8 @@ def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRun
     with pytest.raises(CriError) as caught:
         client.create_container(pod, None, "rejected", "img:1")
     err = caught.value
-    assert (err.method, err.code, err.code_name) == (
-        "CreateContainer", grpc.StatusCode.UNKNOWN, "UNKNOWN")
+    assert (err.method, err.code, err.code_name) == ("CreateContainer", StatusCode.UNKNOWN,
+                                                     "UNKNOWN")
     assert "NRI plugin rejected: no CPUs" in err.details
     assert "CreateContainer" in str(err)
     with pytest.raises(CriError) as caught:
@@ -180,8 +227,45 @@ def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRun
     assert caught.value.code_name == "UNIMPLEMENTED"
 
 
-def test_unreachable_runtime_is_a_cri_error(tmp_path: Path) -> None:
-    with (KubeletClient(tmp_path / "none.sock", timeout=1) as client,
+def test_unreachable_runtime_is_a_cri_error(
+        tmp_path: Path, transport: Callable[[str], UnaryTransport]) -> None:
+    sock = str(tmp_path / "none.sock")
+    with (KubeletClient(sock, timeout=1, transport=transport(sock)) as client,
           pytest.raises(CriError) as caught):
         client.version()
-    assert caught.value.code_name in {"UNAVAILABLE", "DEADLINE_EXCEEDED"}
+    assert caught.value.code_name == "UNAVAILABLE"
+    assert caught.value.method == "Version"
+
+
+def test_a_response_of_many_frames_beyond_the_default_window_arrives_whole(
+        fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
+    client, _ = fake
+    size = len(client.call("RuntimeService", "ListContainers", pb.ListContainersRequest(),
+                           pb.ListContainersResponse).SerializeToString())
+    assert size > 4 * 65_535
+    containers = client.list_containers()
+    assert len(containers) == MANY
+    assert containers[-1].id == f"{MANY - 1:064x}"
+    assert containers[-1].created_at == 10**18 + MANY - 1
+    assert containers[-1].labels["io.kubernetes.container.name"] == f"app-{MANY - 1}"
+
+
+def test_a_runtime_slower_than_the_timeout_is_deadline_exceeded(
+        fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
+    client, _ = fake
+    start = time.monotonic()
+    with pytest.raises(CriError) as caught:
+        client.call("RuntimeService", "Version", pb.VersionRequest(version="slow"),
+                    pb.VersionResponse, timeout=SLOW_TIMEOUT)
+    elapsed = time.monotonic() - start
+    assert caught.value.code_name == "DEADLINE_EXCEEDED"
+    assert elapsed < SLOW_TIMEOUT + 2.0  # generous: the fake would answer after 5 s
+    assert client.version().runtime_version == "1.7.24"  # the next call is not affected
+
+
+def test_the_runtimes_message_is_percent_decoded(
+        fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
+    client, _ = fake
+    with pytest.raises(CriError) as caught:
+        client.container_status("ctr-9")
+    assert (caught.value.code_name, caught.value.details) == ("NOT_FOUND", NOT_FOUND)

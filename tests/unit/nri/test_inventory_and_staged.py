@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import grpc
 import pytest
 
 from cpuset_adapters.cri.client import CriError
@@ -19,6 +18,7 @@ from cpuset_adapters.cri.results import (
     PodStatus,
     Resources,
 )
+from cpuset_adapters.cri.status import StatusCode
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import InheritedSocket
 from cpuset_adapters.static_topology import StaticTopologySource
@@ -101,7 +101,7 @@ class FakeCri:
 
     def container_status(self, container_id: str) -> ContainerStatus:
         if container_id == "c3":  # removed between the listing and this call
-            raise CriError("ContainerStatus", grpc.StatusCode.NOT_FOUND, "not found")
+            raise CriError("ContainerStatus", StatusCode.NOT_FOUND, "not found")
         assert container_id == "c1"
         return ContainerStatus(id="c1", name="io", state="CONTAINER_RUNNING", exit_code=0,
                                reason="", message="", annotations={}, pid=42, info={},

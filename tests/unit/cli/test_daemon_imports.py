@@ -1,0 +1,46 @@
+"""The daemon reads CRI without grpc (decision 35): importing it costs about 14 MB of RSS.
+Checked in a fresh interpreter, through the daemon's own modules and a real failed call."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[3] / "src"
+
+PROBE = """
+import json, sys
+import cpuset_cli.daemon.plugin, cpuset_cli.daemon.inventory
+from cpuset_adapters.cri.client import CriClient, CriError
+
+client = CriClient(sys.argv[1], timeout=2.0)
+try:
+    client.list_containers()
+except CriError as err:
+    failed = err.code_name
+else:
+    failed = None
+print(json.dumps({"failed": failed, "transport": type(client.transport).__name__,
+                  "grpc": sorted(m for m in sys.modules if m.split(".")[0] == "grpc")}))
+"""
+
+
+def test_the_daemons_cri_path_never_imports_grpc(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "missing.sock")],
+        env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"failed": "UNAVAILABLE", "transport": "H2UnaryTransport", "grpc": []}
+
+
+def test_the_probe_would_see_grpc_if_the_path_imported_it(tmp_path: Path) -> None:
+    probe = PROBE.replace("import cpuset_cli.daemon.plugin,",
+                          "import cpuset_adapters.cri.grpc_transport, cpuset_cli.daemon.plugin,")
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "missing.sock")],
+        env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "grpc" in json.loads(result.stdout)["grpc"]

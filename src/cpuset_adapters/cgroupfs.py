@@ -138,11 +138,7 @@ class CgroupReader:
         cgroup is an observation of its own (``cpus is None``), never an exception."""
         if not cgroups_path:
             return Observed(cpus=None, problem="the runtime gave no cgroup path")
-        if self._version is None:
-            self._version = cgroup_version(self.root)
-        relative = expand_systemd_path(cgroups_path).lstrip("/")
-        directory = (self.root / relative if self._version == 2
-                     else self.root / "cpuset" / relative)
+        directory = self._directory(cgroups_path)
         try:
             found = read_cpuset(directory, root=self.root)
         except FileNotFoundError:
@@ -151,6 +147,24 @@ class CgroupReader:
             return Observed(cpus=None, problem=f"{directory}: {exc}")
         return Observed(cpus=found.cpus or found.effective_cpus,
                         mems=found.mems or found.effective_mems)
+
+    def has_tasks(self, cgroups_path: str) -> bool:
+        """Whether any process is in the container's cgroup (``False`` when the cgroup does
+        not exist, or no path is known). Raises ``OSError`` when it exists but cannot be
+        read."""
+        if not cgroups_path:
+            return False
+        try:
+            with (self._directory(cgroups_path) / "cgroup.procs").open() as procs:
+                return bool(procs.readline().strip())
+        except FileNotFoundError:
+            return False
+
+    def _directory(self, cgroups_path: str) -> Path:
+        if self._version is None:
+            self._version = cgroup_version(self.root)
+        relative = expand_systemd_path(cgroups_path).lstrip("/")
+        return self.root / relative if self._version == 2 else self.root / "cpuset" / relative
 
     def observe_all(self, paths: Mapping[str, str]) -> dict[str, Observed]:
         """:meth:`observe` for every container id → cgroup path (file reads: call it off the

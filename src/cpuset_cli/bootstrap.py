@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
+    from cpuset_service.placement import PlacementService
 
 DryRun = DryRunRuntime
 """An in-memory runtime around an engine: what dry runs admit pods into."""
@@ -46,7 +47,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  settings: Settings | None = None, listen: str | None = None,
                  request_timeout: float = 2.0, config: LiveConfig | None = None,
                  hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
-                 verify_period: float = 5.0, kernel_updates: bool = True) -> Daemon:
+                 verify_period: float = 5.0, kernel_updates: bool = True,
+                 start_grace: float = 120.0) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -64,11 +66,14 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     containers' cgroups under ``cgroup_root`` every ``verify_period`` seconds and after each
     burst (0 disables it). ``kernel_updates``: other containers' cpusets are written into
     their cgroups under ``cgroup_root`` before the runtime is answered (when that tree is
-    writable), the runtime's record following in the background.
+    writable), the runtime's record following in the background. Containers not seen to
+    start are asked about over CRI at ``cri_socket`` and give their CPUs back when they will
+    not run (created ``start_grace`` seconds ago and not started, or their start failed).
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter  # noqa: PLC0415
     from cpuset_adapters.cgroupfs import CgroupReader  # noqa: PLC0415
+    from cpuset_adapters.cri.start_probe import CriStartProbe  # noqa: PLC0415
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
@@ -85,7 +90,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         status_socket, settings = runtime.status_socket or None, to_settings(config.current)
         listen = config.current.observability.listen
         cgroup_root, verify_period = runtime.cgroup_root, runtime.verify_period
-        kernel_updates = runtime.kernel_updates
+        kernel_updates, start_grace = runtime.kernel_updates, runtime.start_grace
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     # With a configuration, the engine runs on the topology it was checked against (read
     # once at start); the source is still what the hotplug watcher re-reads.
@@ -111,6 +116,10 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         watcher = OnlineCpuWatcher(
             topology_source.root / "devices" / "system" / "cpu" / "online", topology_source,
             interval=hotplug_interval)
+    probe = CriStartProbe(cri_socket or DEFAULT_CRI_SOCKET, CgroupReader(cgroup_root))
+    service.starts.probe, service.starts.grace = probe, start_grace
+    if config is not None:
+        config.start_grace = _set_grace(service)
     verifier = None
     if verify_period > 0:
         verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
@@ -118,7 +127,15 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
-                  kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all)
+                  kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
+                  start_probe=probe)
+
+
+def _set_grace(service: PlacementService) -> Callable[[float], None]:
+    """``runtime.start_grace`` reloaded: the next judgements use it."""
+    def reloaded(grace: float) -> None:
+        service.starts.grace = grace
+    return reloaded
 
 
 def _kernel_path(writer: KernelCpusetWriter, unusable: str, enabled: bool) -> str:

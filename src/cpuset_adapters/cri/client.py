@@ -129,10 +129,13 @@ class CriClient:
                          ready=status.state == pb.SANDBOX_READY,
                          annotations=dict(status.annotations), info=decode_info(resp.info))
 
-    def container_status(self, container_id: str) -> ContainerStatus:
+    def container_status(self, container_id: str, *, verbose: bool = True) -> ContainerStatus:
+        """ContainerStatus; ``verbose=False`` leaves out ``info`` (containerd's runtime spec,
+        pid and cgroup path: tens of KB), which a caller after the state alone does not
+        need."""
         resp = self.call(
             "RuntimeService", "ContainerStatus",
-            pb.ContainerStatusRequest(container_id=container_id, verbose=True),
+            pb.ContainerStatusRequest(container_id=container_id, verbose=verbose),
             pb.ContainerStatusResponse)
         status = resp.status
         info = decode_info(resp.info)

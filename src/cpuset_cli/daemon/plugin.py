@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.config import Observability
+from cpuset_adapters.cri.start_probe import CriStartProbe
 from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
@@ -29,6 +30,7 @@ from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
+from cpuset_cli.daemon.start_watch import StartWatch
 from cpuset_cli.daemon.update_patience import UpdatePatience, send_patiently
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
@@ -74,12 +76,16 @@ class Daemon:
     """Reads containers' cgroups: a Synchronize takes cpusets from the kernel where it can."""
     notifier: SystemdNotifier = field(default_factory=SystemdNotifier)
     """systemd's ``NOTIFY_SOCKET``, when a ``Type=notify`` unit started the plugin."""
+    start_probe: CriStartProbe | None = None
+    """Tells whether containers not seen to start will run (``None``: they keep their CPUs
+    until removed)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
     """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
     ready_notice: ReadyNotice = field(init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
+    start_watch: StartWatch | None = field(init=False)
 
     def __post_init__(self) -> None:
         # Raises InvalidPluginIdentityError (a ValueError) for a name or index the runtime
@@ -92,6 +98,8 @@ class Daemon:
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
         self.metrics.watch(self.sample)
+        self.start_watch = (None if self.start_probe is None
+                            else StartWatch(self.service, self.start_probe))
 
     def _locks_safe(self) -> bool:
         info = self.handler.runtime
@@ -131,6 +139,8 @@ class Daemon:
         if self.config is not None and info.config.strip():
             self.config.apply_runtime_config(info.config)
             self.cri_socket = self.config.current.runtime.cri_socket
+            if self.start_probe is not None:
+                self.start_probe.cri_socket = self.cri_socket
         if not isinstance(self.endpoint, InheritedSocket):
             return
         if info.registration_timeout_ms == 0 and self.inventory is None:
@@ -182,6 +192,8 @@ class Daemon:
         verifying = (None if self.verifier is None else
                      asyncio.create_task(self.verifier.run(), name="verifier"))
         trimming = asyncio.create_task(self._release_memory(), name="memory")
+        starts = (None if self.start_watch is None else
+                  asyncio.create_task(self.start_watch.run(), name="start-watch"))
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -192,7 +204,7 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, verifying, trimming, hotplug, self.inventory):
+            for task in (pushing, watching, verifying, trimming, starts, hotplug, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,89 @@
+"""Watching containers that were placed and have not been seen to start.
+
+The runtime says nothing when a container's start fails before its task exists (the commonest
+failure: a missing binary, a bad mount, a wrong user), so every :data:`PERIOD` the daemon asks
+the start probe (CRI and the kernel, in a worker thread) about the containers that have waited
+at least :data:`SETTLE` seconds, and the service applies the start rule to the answer. A healthy
+node starts a container well within that, so it never pays for a CRI call; a failed start gives
+its CPUs back within ``SETTLE + PERIOD`` seconds (plus the probe's calls). One the runtime
+reports created and not started is asked about again only once its grace has passed (the grace
+read at each look, so a reload applies at once). Never on a hook's path; nothing while the
+runtime is disconnected or not yet synchronized.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from cpuset_core import RuntimeState
+from cpuset_service.placement import PlacementService
+from cpuset_service.starts import StartProbe
+
+_log = logging.getLogger("nri_cpuset.daemon")
+
+PERIOD = 0.5
+"""Seconds between two looks at the containers waiting for their start."""
+SETTLE = 1.0
+"""Seconds a container waits before the probe is asked about it."""
+
+
+class StartWatch:
+    """Asks ``probe`` about ``service``'s containers not seen to start."""
+
+    def __init__(self, service: PlacementService, probe: StartProbe, *,
+                 period: float = PERIOD, settle: float = SETTLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._service = service
+        self._probe = probe
+        self._period = period
+        self._settle = settle
+        self._clock = clock
+        self._since: dict[str, float] = {}
+        self._created: dict[str, float] = {}
+        """When (on this clock) the runtime created the containers it reported created and
+        waiting within their grace: not asked about again before the grace ends."""
+        self._failing = False
+
+    async def run(self) -> None:
+        """Look every period, until cancelled."""
+        while True:
+            await asyncio.sleep(self._period)
+            await self.look()
+
+    async def look(self) -> None:
+        """One look: ask about the containers due, apply the rule. A failure is logged (once
+        until the probe answers again) and counted, never raised."""
+        if not self._service.synchronized:
+            return
+        waiting = self._service.starts.waiting()
+        now = self._clock()
+        self._since = {cid: self._since.get(cid, now) for cid in waiting}
+        self._created = {cid: t for cid, t in self._created.items() if cid in waiting}
+        grace = self._service.starts.grace  # read at each look: a reload applies at once
+        due = {cid: path for cid, path in waiting.items()
+               if now - self._since[cid] >= self._settle
+               and now >= self._created.get(cid, now - grace) + grace}
+        if not due:
+            return
+        try:
+            reports = await asyncio.get_running_loop().run_in_executor(
+                None, self._probe.reports, due)
+        except Exception as exc:  # noqa: BLE001 - the runtime cannot tell now: ask again later
+            self._service.observer.start_check_failed()
+            if not self._failing:
+                _log.warning("cannot tell whether containers not seen to start will run: %s; "
+                             "they keep their CPUs until it can", exc)
+            self._failing = True
+            return
+        if self._failing:
+            _log.info("the runtime answers again about containers not seen to start")
+        self._failing = False
+        self._service.starts.reported(reports)
+        for cid, report in reports.items():
+            if report.state is RuntimeState.CREATED:
+                # Waiting for its start: nothing to learn before its grace ends (its start,
+                # an NRI event, ends the wait anyway).
+                self._created[cid] = now - report.age

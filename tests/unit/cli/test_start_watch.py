@@ -1,0 +1,141 @@
+"""The daemon's start watch: which containers it asks about, and when."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Mapping
+
+import pytest
+
+from cpuset_cli.daemon.start_watch import StartWatch
+from cpuset_core import CpusetEngine, RuntimeState, StartReport
+from cpuset_lab.machines import MachineShape, build_topology
+from cpuset_service.placement import PlacementService
+from tests.builders.facts import container, pod
+
+TOPOLOGY = build_topology(MachineShape(sockets=1, numa_per_socket=1, cores_per_numa=4,
+                                       threads_per_core=1))
+DB = pod("db")
+
+
+class Probe:
+    def __init__(self, answer: Mapping[str, StartReport] | None = None, *,
+                 fails: bool = False) -> None:
+        self.answer = dict(answer or {})
+        self.fails = fails
+        self.asked: list[set[str]] = []
+
+    def reports(self, cgroup_paths: Mapping[str, str]) -> Mapping[str, StartReport]:
+        self.asked.append(set(cgroup_paths))
+        if self.fails:
+            raise OSError("connection refused")
+        return {cid: self.answer[cid] for cid in cgroup_paths if cid in self.answer}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rig(probe: Probe) -> tuple[PlacementService, StartWatch, Clock]:
+    service = PlacementService(CpusetEngine(TOPOLOGY))
+    service.synchronize([], [], source="synchronize")
+    clock = Clock()
+    return service, StartWatch(service, probe, settle=1.0, clock=clock), clock
+
+
+def admit(service: PlacementService, cid: str) -> None:
+    service.admit(DB, dataclasses.replace(container(cid, DB, cpu_limit=1),
+                                          cgroups_path=f"/kubepods/{cid}"))
+
+
+def test_a_container_is_asked_about_only_once_it_has_waited_the_settle_time() -> None:
+    probe = Probe({"a": StartReport(state=RuntimeState.EXITED)})
+    service, watch, clock = rig(probe)
+    admit(service, "a")
+    asyncio.run(watch.look())
+    assert probe.asked == []  # a healthy start is quicker: no CRI call
+    clock.now += 1.0
+    asyncio.run(watch.look())
+    assert probe.asked == [{"a"}]
+    assert "a" not in service.ledger
+
+
+def test_a_container_that_started_is_never_asked_about() -> None:
+    probe = Probe()
+    service, watch, clock = rig(probe)
+    admit(service, "a")
+    asyncio.run(watch.look())
+    service.starts.started("a", "ns/db/main")
+    clock.now += 5
+    asyncio.run(watch.look())
+    assert probe.asked == []
+
+
+def test_nothing_is_asked_before_the_state_was_rebuilt() -> None:
+    probe = Probe()
+    service, watch, clock = rig(probe)
+    admit(service, "a")
+    asyncio.run(watch.look())
+    service.disconnected()
+    clock.now += 5
+    asyncio.run(watch.look())
+    assert probe.asked == []
+
+
+def test_a_probe_that_fails_is_logged_once_counted_every_time_and_decides_nothing(
+        caplog: pytest.LogCaptureFixture) -> None:
+    probe = Probe(fails=True)
+    service, watch, clock = rig(probe)
+    admit(service, "a")
+    asyncio.run(watch.look())
+    clock.now += 2
+    with caplog.at_level(logging.INFO, logger="nri_cpuset.daemon"):
+        for _ in range(3):
+            asyncio.run(watch.look())
+        probe.fails = False
+        asyncio.run(watch.look())
+    assert [r.levelname for r in caplog.records if r.name == "nri_cpuset.daemon"] == [
+        "WARNING", "INFO"]
+    assert service.statistics.snapshot()["start_checks_failed"] == 3
+    assert "a" in service.ledger
+
+
+def test_a_container_created_within_its_grace_is_asked_about_again_only_when_it_ends() -> None:
+    probe = Probe({"a": StartReport(state=RuntimeState.CREATED, age=2.0)})
+    service, watch, clock = rig(probe)
+    service.starts.grace = 30
+    admit(service, "a")
+    asyncio.run(watch.look())
+    clock.now += 1
+    asyncio.run(watch.look())
+    assert probe.asked == [{"a"}]
+    clock.now += 27.5  # 28 s of its 30 s grace gone: not yet
+    asyncio.run(watch.look())
+    assert probe.asked == [{"a"}]
+    probe.answer["a"] = StartReport(state=RuntimeState.CREATED, age=30.0)
+    clock.now += 0.5
+    asyncio.run(watch.look())
+    assert probe.asked == [{"a"}, {"a"}]
+    assert "a" not in service.ledger
+
+
+def test_a_grace_shortened_by_a_reload_applies_to_containers_already_waiting() -> None:
+    probe = Probe({"a": StartReport(state=RuntimeState.CREATED, age=2.0)})
+    service, watch, clock = rig(probe)
+    service.starts.grace = 120
+    admit(service, "a")
+    asyncio.run(watch.look())
+    clock.now += 1
+    asyncio.run(watch.look())
+    service.starts.grace = 10
+    probe.answer["a"] = StartReport(state=RuntimeState.CREATED, age=10.0)
+    clock.now += 8
+    asyncio.run(watch.look())
+    assert probe.asked == [{"a"}, {"a"}]
+    assert "a" not in service.ledger

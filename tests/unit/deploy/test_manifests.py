@@ -121,6 +121,14 @@ def test_the_cgroup_tree_is_mounted_where_the_config_writes_and_not_under_sys() 
     assert setting(_plugin_config(), "runtime", "kernel_updates") is True
 
 
+def test_the_cri_socket_is_mounted_read_only_where_the_config_reads_it() -> None:
+    socket = PurePosixPath(setting(_plugin_config(), "runtime", "cri_socket"))
+    volume, mount = _host_mounts()[str(socket.parent)]
+    assert mount["mountPath"] == str(socket.parent)
+    assert mount.get("readOnly") is True
+    assert volume["hostPath"]["type"] == "Directory"
+
+
 def test_the_kubelet_cpu_manager_state_is_read_where_the_config_says() -> None:
     state = setting(_plugin_config(), "runtime", "kubelet_cpu_manager_state")
     volume, mount = _host_mounts()[state]

@@ -89,6 +89,7 @@ class DenseBench:
         self.plugin = PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
                                     listen="127.0.0.1:19477",
                                     status_socket=workdir / "status" / "status.sock",
+                                    cri_socket=self.lab.cri_address,
                                     args=("--config", str(config)))
         self.report = Report()
         self.online = online_cpus()

@@ -60,8 +60,10 @@ def kubelet_unit(*, python: str, cri: Path, manifest: Path, record: Path, log: P
         f"StandardOutput=append:{log}", f"StandardError=append:{log}", ""])
 
 
-def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, log: Path) -> str:
-    """Overrides for the shipped unit: this checkout's plugin on the lab's NRI socket. An
+def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, cri_socket: Path,
+                   log: Path) -> str:
+    """Overrides for the shipped unit: this checkout's plugin on the lab's NRI and CRI
+    sockets. An
     interpreter under a home directory (pyenv's ``/root/.pyenv``) needs homes visible, which
     the unit's ``ProtectHome=yes`` hides: then they are made read-only instead."""
     interpreter = Path(python).resolve()
@@ -69,7 +71,7 @@ def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, log: Path) ->
     return "\n".join([
         "[Service]", "ExecStart=",
         f"ExecStart={python} -m cpuset_cli run --config {config} --nri-socket {nri_socket} "
-        "--log-format console --log-level debug",
+        f"--cri-socket {cri_socket} --log-format console --log-level debug",
         f"Environment=PYTHONPATH={SRC}",
         *(["ProtectHome=read-only"] if home else []),
         f"StandardOutput=append:{log}", f"StandardError=append:{log}", ""])
@@ -132,7 +134,7 @@ class ColdBootNode:
             drop_in.mkdir(exist_ok=True)
             (drop_in / "lab.conf").write_text(plugin_drop_in(
                 python=python, config=self.plugin_config, nri_socket=self.lab.nri_socket,
-                log=self.plugin_log))
+                cri_socket=self.lab.cri_address, log=self.plugin_log))
         manifest = self.record / "manifest.json"
         manifest.write_text(json.dumps(
             [{**pod, "image": self.lab.image} for pod in self.manifest], indent=2))

@@ -44,7 +44,7 @@ def run(topology: Topology, installation: Installation, echo: Callable[[str], No
             version = lab.start()
             lab.import_image()
             echo(f"containerd {version.runtime_version} running with NRI at {lab.nri_socket}")
-            plugin = _start_plugin(lab.nri_socket, log)
+            plugin = _start_plugin(lab.nri_socket, lab.cri_address, log)
             _wait_for(lambda: plugin_log.synchronized(log.read_text(errors="replace")) > 0, log)
             echo(f"nri-cpuset run: registered and synchronized (pid {plugin.pid})\n")
             return _play(topology, lab, lab.client(), echo)
@@ -57,10 +57,11 @@ def run(topology: Topology, installation: Installation, echo: Callable[[str], No
             lab.close()
 
 
-def _start_plugin(socket: Path, log: Path) -> subprocess.Popen[bytes]:
+def _start_plugin(socket: Path, cri: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(socket)],
+            [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(socket),
+             "--cri-socket", str(cri)],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
 
 

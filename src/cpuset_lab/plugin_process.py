@@ -25,9 +25,12 @@ class PluginProcess:
     """One `nri-cpuset run` process at a time, logging JSON lines to ``log``."""
 
     def __init__(self, nri_socket: Path, log: Path, *, listen: str = "",
-                 status_socket: Path | None = None, args: Sequence[str] = ()) -> None:
+                 status_socket: Path | None = None, cri_socket: Path | None = None,
+                 args: Sequence[str] = ()) -> None:
         self.nri_socket, self.log, self.listen = nri_socket, log, listen
         self.status_socket = status_socket
+        self.cri_socket = cri_socket
+        """The runtime's CRI socket (``None``: the plugin's default, which a lab lacks)."""
         self.args = tuple(args)
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
@@ -43,7 +46,9 @@ class PluginProcess:
         status = str(self.status_socket) if self.status_socket is not None else ""
         command = [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket",
                    str(self.nri_socket), "--log-format", "json", "--listen", self.listen,
-                   "--status-socket", status, *self.args]
+                   "--status-socket", status,
+                   *(["--cri-socket", str(self.cri_socket)] if self.cri_socket else []),
+                   *self.args]
         env = {**os.environ}
         env.pop("NRI_PLUGIN_SOCKET", None)  # never the pre-installed path
         with self.log.open("ab") as out:

@@ -123,7 +123,8 @@ SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="default",
           summary="2 sockets x 2 cores x 2 threads, 2 NUMA nodes, cgroup v2",
           nodes=_TWO_NODES, distances={(0, 1): 21},
-          tests=(*_CORE_TESTS, "test_dry_run.py", "test_soak.py"), in_ci=True),
+          tests=(*_CORE_TESTS, "test_dry_run.py", "test_start_failures.py", "test_soak.py"),
+          in_ci=True),
     # The default machine again, with only the soak: for longer walks
     # (NRI_CPUSET_VM_SOAK_MINUTES, _SEED) without the other tests' minutes.
     Shape(name="soak",

@@ -47,7 +47,8 @@ class LabNode:
                                  request_timeout=f"{pace.request_timeout:g}s",
                                  registration_timeout=f"{pace.seconds(5):g}s",
                                  start_timeout=pace.seconds(120))
-        self.plugin = LabPlugin(workdir, self.lab.nri_socket, reserved=reserved,
+        self.plugin = LabPlugin(workdir, self.lab.nri_socket, cri_socket=self.lab.cri_address,
+                                reserved=reserved,
                                 strict_reservation=strict_reservation,
                                 verify_period=verify_period, pace=pace)
         self.runtime = LabRuntime(self.lab, self.plugin)

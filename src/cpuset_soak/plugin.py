@@ -46,8 +46,9 @@ class LabPlugin:
     (``reserved``, ``strict_reservation`` and ``verify_period`` fixed, ``pinning.namespaces``
     rewritten by reloads), ``plugin.log`` and ``status/status.sock``."""
 
-    def __init__(self, workdir: Path, nri_socket: Path, *, reserved: CPUSet,
-                 strict_reservation: bool, verify_period: int, pace: Pace) -> None:
+    def __init__(self, workdir: Path, nri_socket: Path, *, cri_socket: Path,
+                 reserved: CPUSet, strict_reservation: bool, verify_period: int,
+                 pace: Pace) -> None:
         status = workdir / "status"
         status.mkdir(mode=0o700, exist_ok=True)
         (workdir / "plugin.log").touch()
@@ -56,6 +57,7 @@ class LabPlugin:
         self.verify_period, self.pace = verify_period, pace
         self.process = PluginProcess(nri_socket, workdir / "plugin.log",
                                      status_socket=status / "status.sock",
+                                     cri_socket=cri_socket,
                                      args=("--config", str(self.config)))
         self.rejections = Rejections(workdir / "plugin.log")
         self.up = False

@@ -66,16 +66,20 @@ class Plugin:
     def __init__(self, socket: Path, log: Path, args: tuple[str, ...] = ()) -> None:
         self.socket, self.log, self.args = socket, log, args
         self.status = log.with_name("status.sock")
+        self.cri_socket: Path | None = None
+        """The lab's CRI socket (``serving`` sets it), unless ``args`` name one."""
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": SRC}
         env.pop("NRI_PLUGIN_SOCKET", None)
+        cri = ([] if self.cri_socket is None or "--cri-socket" in self.args
+               else ["--cri-socket", str(self.cri_socket)])
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket", str(self.socket),
                  "--log-level", "debug", "--log-format", "console", "--status-socket",
-                 str(self.status), *self.args],
+                 str(self.status), *cri, *self.args],
                 stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def text(self) -> str:
@@ -102,7 +106,10 @@ class Plugin:
 @contextmanager
 def serving(lab: LabContainerd, running: P) -> Iterator[P]:
     """``running`` started and synchronized; at the end, the lab's pods removed first (so the
-    plugin sees their containers go: no leak across tests), then a clean stop (exit code 0)."""
+    plugin sees their containers go: no leak across tests), then a clean stop (exit code 0).
+    The plugin reads the lab's CRI (containers it has not seen start), as on a node."""
+    if running.cri_socket is None:
+        running.cri_socket = lab.cri_address
     running.start()
     try:
         running.wait_synchronized()

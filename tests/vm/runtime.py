@@ -69,11 +69,12 @@ def read_state(status_socket: Path | str) -> dict[str, Any] | None:
 class Plugin:
     """``nri-cpuset run`` as a child process, logging to the results directory."""
 
-    def __init__(self, nri_socket: Path, config: Path, log: Path) -> None:
+    def __init__(self, nri_socket: Path, cri_socket: Path, config: Path, log: Path) -> None:
         self.status = WORK / "status" / "status.sock"
         self.log = log
         self.command = [sys.executable, "-m", "cpuset_cli", "run", "--config", str(config),
-                        "--nri-socket", str(nri_socket), "--status-socket", str(self.status),
+                        "--nri-socket", str(nri_socket), "--cri-socket", str(cri_socket),
+                        "--status-socket", str(self.status),
                         "--listen", "", "--log-level", "debug", "--log-format", "console"]
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -141,7 +142,8 @@ class Guest:
         lab = kind(WORK / "containerd", installation=find_installation(),
                    start_timeout=40 * SCALE, request_timeout=f"{max(2, int(SCALE))}s",
                    registration_timeout=f"{int(5 * SCALE)}s")
-        plugin = Plugin(lab.nri_socket, RESULTS / "plugin.toml", RESULTS / "plugin.log")
+        plugin = Plugin(lab.nri_socket, lab.cri_address, RESULTS / "plugin.toml",
+                        RESULTS / "plugin.log")
         plugin.start()  # it waits for the NRI socket: its start overlaps containerd's
         lab.start()
         marks["containerd"] = time.monotonic()

@@ -58,7 +58,7 @@ def test_systemd_accepts_the_shipped_unit_with_the_labs_drop_in(tmp_path: Path) 
     drop_in.mkdir()
     (drop_in / "lab.conf").write_text(plugin_drop_in(
         python="/bin/true", config=tmp_path / "c.toml", nri_socket=tmp_path / "nri.sock",
-        log=tmp_path / "plugin.log"))
+        cri_socket=tmp_path / "cri.sock", log=tmp_path / "plugin.log"))
     verified = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                               text=True, check=False)
     assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")

@@ -10,10 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.results import ContainerInfo, Resources
+from cpuset_adapters.cri.status import StatusCode
 from cpuset_lab import faulty_runc
 from cpuset_soak.dispatch import Parts
 from cpuset_soak.hotplug import Offlining
@@ -59,7 +58,7 @@ class FakeKubelet:
         pod = pod_id.removeprefix("sandbox-")
         self.calls.append(("create", f"{pod}/{name}"))
         if f"{pod}/{name}" in self.refuse:
-            raise CriError("CreateContainer", grpc.StatusCode.UNKNOWN, self.refuse[f"{pod}/{name}"])
+            raise CriError("CreateContainer", StatusCode.UNKNOWN, self.refuse[f"{pod}/{name}"])
         cid = f"{pod}-{name}"
         self.containers[cid] = ContainerInfo(id=cid, pod_id=pod_id, name=name,
                                              state="CONTAINER_CREATED", annotations={},
@@ -91,7 +90,7 @@ class FakeKubelet:
                          cpuset_cpus: str = "") -> None:
         self.calls.append(("update", container_id))
         if container_id in self.runtime.refusing:
-            raise CriError("UpdateContainerResources", grpc.StatusCode.UNKNOWN,
+            raise CriError("UpdateContainerResources", StatusCode.UNKNOWN,
                            f"{faulty_runc.REFUSAL} {container_id} (fault injected)")
 
     def _state(self, container_id: str, state: str) -> None:

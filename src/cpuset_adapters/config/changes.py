@@ -19,6 +19,8 @@ LIVE_KEYS: Final = frozenset({
     "observability.log_level",
     # Where the next updates go (the kernel first, or the runtime only).
     "runtime.kernel_updates",
+    # What the next published NodeResourceTopology declares.
+    "topology_publisher.policy",
 })
 """Keys a reload applies at once; every other key needs a restart: the pin annotation and
 the reservation re-decide running containers, and sockets and the listener are opened once."""

@@ -53,7 +53,9 @@ def test_every_allocation_option_is_the_live_cpus_key_of_its_own_name() -> None:
         assert f"cpus.{option.name}" in LIVE_KEYS
 
 
-def test_a_key_is_live_when_its_setting_is_and_the_log_level_and_kernel_path_besides() -> None:
+def test_a_key_is_live_when_its_setting_is_or_it_is_log_level_kernel_path_or_declared_policy(
+        ) -> None:
     engine_keys = {key for key in LIVE_KEYS if key in SETTING_OF_KEY}
     assert {SETTING_OF_KEY[key] for key in engine_keys} == LIVE_SETTINGS
-    assert LIVE_KEYS - engine_keys == {"observability.log_level", "runtime.kernel_updates"}
+    assert LIVE_KEYS - engine_keys == {"observability.log_level", "runtime.kernel_updates",
+                                       "topology_publisher.policy"}

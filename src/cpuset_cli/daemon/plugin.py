@@ -29,6 +29,7 @@ from cpuset_cli import state_view
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
+from cpuset_cli.daemon.topology_publisher import TopologyPublisher
 from cpuset_cli.daemon.update_patience import UpdatePatience, send_patiently
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
@@ -74,6 +75,8 @@ class Daemon:
     """Reads containers' cgroups: a Synchronize takes cpusets from the kernel where it can."""
     notifier: SystemdNotifier = field(default_factory=SystemdNotifier)
     """systemd's ``NOTIFY_SOCKET``, when a ``Type=notify`` unit started the plugin."""
+    publisher: TopologyPublisher | None = None
+    """Keeps the node's NodeResourceTopology current (``None``: not published)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
     """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
@@ -182,6 +185,8 @@ class Daemon:
         verifying = (None if self.verifier is None else
                      asyncio.create_task(self.verifier.run(), name="verifier"))
         trimming = asyncio.create_task(self._release_memory(), name="memory")
+        publishing = (None if self.publisher is None else
+                      asyncio.create_task(self.publisher.run(), name="topology-publisher"))
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -192,7 +197,8 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, verifying, trimming, hotplug, self.inventory):
+            for task in (pushing, watching, verifying, trimming, hotplug, publishing,
+                         self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

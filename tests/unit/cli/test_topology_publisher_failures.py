@@ -23,7 +23,7 @@ from cpuset_core import CpusetEngine, Placement
 from cpuset_lab.machines import DUAL_SOCKET_HT, LAB_NODE_KIB, write_sysfs_tree
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
-from tests.support.kube_api import serve
+from tests.support.kube_api import serve, write_kubeconfig
 from tests.unit.core.topologies import DUAL_SOCKET
 
 Workload = list[tuple[str, str, float | None, str | None]]
@@ -188,12 +188,7 @@ def test_a_kubeconfig_and_the_downward_apis_node_name_make_a_publisher_that_publ
         tmp_path: Path) -> None:
     write_sysfs_tree(DUAL_SOCKET_HT, tmp_path / "sys")
     with serve() as api:
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(
-            "apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
-            f"clusters: [{{name: lab, cluster: {{server: 'http://127.0.0.1:{api.port}'}}}}]\n"
-            "users: [{name: lab, user: {token: lab}}]\n"
-            "contexts: [{name: lab, context: {cluster: lab, user: lab}}]\n")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api)
         service = _service()
         publisher = publisher_for(Section(enabled=True, kubeconfig=str(kubeconfig)), service,
                                   PluginMetrics(), environ={"NODE_NAME": "worker-1"},

@@ -211,3 +211,40 @@ def _service() -> PlacementService:
     service.synchronize([], [], source="synchronize")
     return service
 
+
+
+def test_the_daemon_built_from_its_configuration_publishes_and_follows_a_policy_reload(
+        tmp_path: Path) -> None:
+    from cpuset_adapters.sysfs import SysfsTopologySource
+    from cpuset_cli import bootstrap
+    from cpuset_cli.daemon.live_config import LiveConfig
+
+    write_sysfs_tree(DUAL_SOCKET_HT, tmp_path / "sys")
+    source = SysfsTopologySource(tmp_path / "sys")
+    with serve() as api:
+        path = tmp_path / "config.toml"
+        settings = (f'[runtime]\nstatus_socket = ""\ncgroup_root = "{tmp_path}"\n'
+                    f'[topology_publisher]\nenabled = true\nnode_name = "worker-1"\n'
+                    f'kubeconfig = "{write_kubeconfig(tmp_path / "kubeconfig", api)}"\n')
+        path.write_text(settings)
+        config = LiveConfig.load(path, required=True, topology=source.read_topology())
+        daemon = bootstrap.build_daemon(source, environ={}, name="nri-cpuset", index="99",
+                                        config=config, hotplug_interval=0)
+        publisher = daemon.publisher
+        assert publisher is not None
+        daemon.service.synchronize([], [], source="synchronize")
+
+        def declared() -> str:
+            attributes = api.objects["worker-1"]["attributes"]
+            return str({a["name"]: a["value"] for a in attributes}["topologyManagerPolicy"])
+
+        async def scenario() -> None:
+            task = asyncio.create_task(publisher.run())
+            await _until(lambda: "worker-1" in api.objects, 3.0)
+            assert declared() == "best-effort"
+            path.write_text(settings + 'policy = "single-numa-node"\n')
+            assert config.reload_file("SIGHUP") is True
+            await _until(lambda: declared() == "single-numa-node", 3.0)
+            task.cancel()
+
+        asyncio.run(scenario())

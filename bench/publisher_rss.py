@@ -8,7 +8,8 @@
    reads API discovery endpoints the fake does not serve.
 2. **The daemon.** ``nri-cpuset run`` against the NRI runtime double (``tests/support``) that
    synchronizes it with ``--pods`` running pods, with the publisher off and then on (writing to
-   the fake API server over HTTPS): VmRSS and VmHWM after 12 s at rest, and the writes made.
+   the fake API server over HTTPS): VmRSS and VmHWM after 12 s at rest, the CPU time those 12 s
+   took, and the writes made.
 
 Run from the repository root: ``python bench/publisher_rss.py [--pods 100]``. Prints figures
 only; nothing is asserted. Needs no root, no containerd.
@@ -141,13 +142,15 @@ async def daemon(workdir: Path, pods: int, publisher: bool) -> None:
             plugin.start()
             try:
                 await runtime.wait_ready(timeout=60)
+                ready_cpu = plugin.cpu_seconds()
                 await asyncio.sleep(REST)
-                memory = plugin.memory_kib()
+                memory, idle_cpu = plugin.memory_kib(), plugin.cpu_seconds() - ready_cpu
             finally:
                 plugin.stop()
         writes = f"; API requests: {', '.join(api.methods()) or 'none'}" if publisher else ""
         print(f"publisher {'on ' if publisher else 'off'}  VmRSS {memory['VmRSS'] / 1024:.1f} MiB"
-              f"  VmHWM {memory['VmHWM'] / 1024:.1f} MiB  ({pods} pods){writes}")
+              f"  VmHWM {memory['VmHWM'] / 1024:.1f} MiB  CPU at rest {idle_cpu:.2f} s in "
+              f"{REST:.0f} s  ({pods} pods){writes}")
 
 
 def main() -> int:

@@ -159,3 +159,12 @@ def test_the_policy_calls_only_functions_the_api_server_has() -> None:
     expressions += [f"{v['expression']} {v['messageExpression']}" for v in spec["validations"]]
     assert called_functions(expressions) <= STANDARD | set(FUNCTIONS)
     assert {"split", "find", "indexOf", "substring", "replace"} <= called_functions(expressions)
+
+
+def test_each_match_condition_stands_on_its_own() -> None:
+    # The API server does not promise an order: a condition must not fail on a pod the other
+    # one excludes (an error with no false condition would apply the failure policy).
+    for condition in POLICY["spec"]["matchConditions"]:
+        alone = {"spec": {"matchConditions": [condition], "validations": [
+            {"expression": "true"}]}}
+        assert evaluate_policy(alone, pod(None)).matched is (condition["name"] != "pins-cpus")

@@ -5,8 +5,10 @@ It keeps objects by name and answers PATCH (JSON merge patch), POST and GET unde
 ``/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies`` like the real one, or fails on
 purpose (``mode``): ``forbidden`` (403 to everything), ``crd-missing`` (404 to everything),
 ``conflict`` (409 to everything), ``slow`` (answers after ``release`` is set), ``server-error``
-(500). It records every request (method, path, content type, token, body). TLS when given a
-certificate and its key.
+(500), ``created-meanwhile`` (the first PATCH finds no object, which another writer then
+creates), ``drop-idle`` (every connection closed after its answer, without saying so, as an
+idle keep-alive connection a load balancer drops). It records every request (method, path,
+content type, token, body). TLS when given a certificate and its key.
 """
 
 from __future__ import annotations
@@ -88,7 +90,15 @@ class _Handler(BaseHTTPRequestHandler):
             code, reason = _FAILURES[api.mode]
             self._answer(code, _status(code, reason, f"fake {reason}"))
             return
+        if api.mode == "created-meanwhile" and self.command == "PATCH" and body is not None:
+            api.mode = "ok"
+            self._answer(404, _status(404, "NotFound", "not yet"))
+            with api.lock:
+                api.objects[body["metadata"]["name"]] = body
+            return
         self._store(body)
+        if api.mode == "drop-idle":
+            self.close_connection = True
 
     def _store(self, body: dict[str, Any] | None) -> None:
         api = self.api

@@ -56,6 +56,22 @@ def test_an_existing_object_is_patched_without_being_read_or_created() -> None:
         assert api.methods() == ["PATCH"]
 
 
+def test_an_object_created_between_the_patch_and_the_creation_is_patched() -> None:
+    with serve("created-meanwhile") as api:
+        assert TopologyApi(plain(api.port)).apply(nrt(available=3)) == "updated"
+        assert api.methods() == ["PATCH", "POST", "PATCH"]
+        assert api.objects["node-a"]["zones"][0]["resources"][0]["available"] == 3
+
+
+def test_a_kept_alive_connection_the_server_dropped_is_replaced_without_an_error() -> None:
+    with serve("drop-idle") as api:
+        client = TopologyApi(plain(api.port))
+        assert client.apply(nrt(available=4)) == "created"
+        assert client.apply(nrt(available=2)) == "updated"  # the first socket is gone
+        assert client.apply(nrt(available=1)) == "updated"
+        assert api.objects["node-a"]["zones"][0]["resources"][0]["available"] == 1
+
+
 @pytest.mark.parametrize(("mode", "reason", "status"), [
     ("forbidden", "forbidden", 403),
     ("crd-missing", "crd-missing", 404),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 from collections.abc import Mapping
 
@@ -119,7 +120,7 @@ def test_a_container_still_created_is_asked_about_again_after_a_gap_doubling_up_
         asyncio.run(watch.look())
         if len(probe.asked) > before:
             asked_at.append(clock.now)
-    gaps = [b - a for a, b in zip(asked_at, asked_at[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(asked_at)]
     assert gaps[:3] == [0.5, 1.0, 2.0]
     assert set(gaps[3:]) == {2.0}
 

@@ -138,3 +138,23 @@ def test_a_slow_start_that_fails_late_gives_its_cpus_back_within_the_cap() -> No
         clock.now += 0.125
         asyncio.run(watch.look())
     assert clock.now - failed <= 2.0
+
+
+def test_the_next_attempt_after_a_released_one_is_released_too() -> None:
+    probe = Probe()
+    service, watch, clock = rig(probe)
+
+    def fails_after_two_seconds(cid: str) -> None:
+        admit(service, cid)
+        failed_at = clock.now + 3.0  # runc takes a while to fail creating the task
+        probe.answer[cid] = StartReport(state=RuntimeState.CREATED, age=1.0)
+        while cid in service.ledger:
+            assert clock.now < failed_at + 2.0, f"{cid} still held"
+            clock.now += 0.125
+            if clock.now >= failed_at:
+                probe.answer[cid] = StartReport(state=RuntimeState.EXITED, age=3.0)
+            asyncio.run(watch.look())
+
+    fails_after_two_seconds("attempt-0")
+    clock.now += 80.0  # the kubelet's back-off
+    fails_after_two_seconds("attempt-1")

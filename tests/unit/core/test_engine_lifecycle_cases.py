@@ -1,5 +1,6 @@
-"""Lifecycles the model-based test (test_engine_stateful.py) once found failing, replayed as
-explicit steps through the same model and its checks, so they run whatever Hypothesis draws."""
+"""Lifecycles the model-based tests (test_engine_stateful.py, test_lifecycle_stateful.py) once
+found failing, replayed as explicit steps through the same models and their checks, so they run
+whatever Hypothesis draws."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from cpuset_core import AllocationOptions
+from cpuset_core import AllocationOptions, CPUSet
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, MachineShape
 from tests.unit.core.test_engine_stateful import EngineLifecycle
+from tests.unit.core.test_lifecycle_stateful import Lifecycle
 
 PIN = "weka.io/cores-ids"
 
@@ -59,3 +61,29 @@ def test_a_failed_synchronize_leaves_a_resized_former_pin_as_it_was(
         lambda s: s.reconfigure_live(options=_options("*")),
         lambda s: s.synchronize(),
     ])
+
+
+def test_an_app_after_several_completed_containers_reuses_what_its_pod_left() -> None:
+    """Two completed containers left CPUs 0,8 and 1; a blocker takes 0 while the init runs
+    (on 1) and leaves. With 0 free again, the app takes the best-shaped CPU of the pod's 1,8,
+    which need not be the init's: the pod's memory is every completed container's CPUs."""
+    state = Lifecycle()
+    state.start(shape=DUAL_SOCKET_HT, reserve_first=False)
+
+    def check() -> None:
+        state.ledger_invariants_hold()
+        state.left_behind_cpus_match_the_model()
+        state.the_ledger_holds_exactly_the_live_containers()
+
+    pod = state.new_pod(guaranteed=True, pinned=False, data=None)
+    first = state.create(pod=pod, cpus=2, name="init")
+    second = state.create(pod=pod, cpus=1, name="init")
+    for cid in (second, first):
+        state.remove(container=cid)
+        check()
+    assert state.engine.left_behind(pod.sandbox_id) == CPUSet.parse("0-1,8")
+    state.init_runs_to_completion_then_the_app_reuses_its_cpus(pod=pod, cpus=1, blocked=True)
+    check()
+    [app] = [e for e in state.engine.ledger.entries.values() if e.subject.endswith("/app")]
+    assert app.cpus <= CPUSet.parse("1,8")
+    state.teardown()

@@ -30,8 +30,12 @@ class Verifier:
         self._tracker = DriftTracker()
 
     def snapshot(self) -> tuple[Ledger, dict[str, str]]:
-        """The ledger now, and the cgroup path of each container to read."""
-        return self._service.ledger, self._service.cgroup_paths()
+        """The ledger now, and the cgroup path of each container to read: not those waiting
+        for their start, which have no cgroup yet (the start watch follows them)."""
+        waiting = self._service.starts.waiting()
+        return self._service.ledger, {cid: path for cid, path in
+                                      self._service.cgroup_paths().items()
+                                      if cid not in waiting}
 
     def verify(self, observed: Mapping[str, Observed], *, read_from: Ledger) -> Verdict:
         """Judge ``observed`` (read for the snapshot whose ledger was ``read_from``), re-send

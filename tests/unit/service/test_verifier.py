@@ -33,6 +33,7 @@ class Kernel:
 
     def admit(self, of: PodFacts, facts: ContainerFacts, *, apply: bool = True) -> None:
         admission = self.service.admit(of, with_path(facts))
+        self.service.starts.started(facts.id, facts.name)  # it starts at once, here
         self.cpus[facts.id] = admission.placement.cpus
         self.mems[facts.id] = admission.placement.mems or ALL_MEMS
         if apply:
@@ -232,3 +233,15 @@ def test_the_pusher_waits_for_a_quiet_runtime_before_a_call_of_its_own() -> None
         task.cancel()
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
+
+
+def test_a_container_waiting_for_its_start_is_not_read_it_has_no_cgroup_yet() -> None:
+    kernel, verifier = rig()
+    web, db = pod("web", qos="burstable"), pod("db")
+    kernel.admit(web, container("c-web", web))
+    kernel.service.admit(db, with_path(container("c-db", db, cpu_limit=1)))
+    _, paths = verifier.snapshot()
+    assert set(paths) == {"c-web"}
+    kernel.service.starts.started("c-db", "ns/db/main")
+    _, paths = verifier.snapshot()
+    assert set(paths) == {"c-web", "c-db"}

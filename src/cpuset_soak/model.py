@@ -5,10 +5,11 @@ The rules are the plugin's documented ones (README, docs/operations.md), written
 integer containers get N exclusive CPUs out of ``online − reserved − pins``; pinned pods get
 exactly their annotation (its online part, while a CPU is offline); shared containers run on
 ``online − pins − exclusive`` (minus ``reserved`` with a strict reservation), which must not be
-empty while one runs. CPUs given
-up since the node last settled may still be draining (the plugin keeps them from exclusive
-owners until its verifier sees them left), so a creation that fits only by counting them may
-be refused or admitted.
+empty while one runs. A CPU a running container gave up may still be draining: the plugin
+keeps it from exclusive owners until its verifier sees the container left it, and says so in
+its state document (``inspect``'s ``draining``). CPUs given up since the node last settled,
+and those the document listed as draining when it did, are such; a creation that fits only by
+counting them may be refused or admitted.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ class Node:
     namespaces: tuple[str, ...] = ("*",)
     pods: dict[str, Pod] = field(default_factory=dict)
     uncertain: int = 0
-    """CPUs given up since the node last settled (they may still be draining)."""
+    """CPUs that may still be draining: given up since the node last settled, or listed as
+    draining by the plugin's state document when it did."""
 
     # -- what runs --------------------------------------------------------------------------
 
@@ -207,8 +209,11 @@ class Node:
                 self.uncertain += len(pod.pin)
         container.state = state
 
-    def settled(self) -> None:
-        self.uncertain = 0
+    def settled(self, draining: CPUSet = EMPTY) -> None:
+        """The node settled; ``draining``: what the plugin's state document lists as draining
+        now (kept from exclusive owners until its verifier's next pass shows it left, which
+        the node's settling does not wait for)."""
+        self.uncertain = len(draining - self.pins() - self.reserved)
         for container in self.running():
             container.unmanaged = container.tampered = False
 

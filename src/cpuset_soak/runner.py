@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
 
 from . import invariants, kernel, report
 from .dispatch import DISPATCH, Parts
@@ -128,9 +129,16 @@ class Soak:
                 self.record.found.extend(eventual)
                 self._stop_if_violated(f"after settling {limit:g} s")
         self.record.tally.settles.append(time.monotonic() - began)
+        draining = self.draining()
         with self.model.lock:
-            self.model.node.settled()
+            self.model.node.settled(draining)
         self.record.tally.memory.append(self.node.plugin.measure())
+
+    def draining(self) -> CPUSet:
+        """What the plugin's state document lists as draining: a running container gave it
+        up, and no exclusive owner gets it until the verifier sees the container left it."""
+        said = self.node.plugin.state().get("draining") or ""
+        return CPUSet.parse(str(said), allow_empty=True)
 
     def eventual(self) -> list[str]:
         model = self.model.node

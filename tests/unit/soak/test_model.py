@@ -60,6 +60,27 @@ def test_cpus_given_up_since_the_last_settle_may_be_refused_while_they_drain() -
     assert node.predict_integer(2).must_admit
 
 
+def test_cpus_the_plugin_still_lists_as_draining_after_a_settle_may_be_refused() -> None:
+    # The plants' failed-shrink.jsonl, step 4: runc took big/app's shrink again and the step
+    # settled, but the plugin keeps CPU 1 draining until its verifier's next pass.
+    big = running(INTEGER, "a", 1, "0")
+    node = node_with(TWO, pod("big", big))
+    node.settled(draining=CPUSet([1]))
+    assert node.uncertain == 1
+    prediction = node.predict_integer(1)
+    assert prediction.allows(None)
+    assert prediction.allows(INSUFFICIENT)
+    node.settled(draining=CPUSet())
+    assert node.predict_integer(1).must_admit
+
+
+def test_a_draining_cpu_that_is_pinned_or_reserved_is_not_free_anyway() -> None:
+    node = node_with(FOUR, pod("io", running(PINNED, "p"), pin="3"))
+    node.reserved = CPUSet([2])
+    node.settled(draining=CPUSet.parse("1-3"))
+    assert node.uncertain == 1
+
+
 def test_a_pin_over_an_integer_container_needs_room_to_move_it() -> None:
     node = node_with(TWO, pod("db", running(INTEGER, "a", 1, "1")))
     fits = Pod(name="io", namespace="default", qos="Burstable", annotation="1")

@@ -145,15 +145,17 @@ def _soak(args: argparse.Namespace, plan: Plan, installation: Installation, onli
           offlinable: CPUSet) -> int:
     """One run in a fresh directory: the walk, its summary and closing line."""
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
-    model = Model(Node(online=online, reserved=args.reserved))
+    pace = Pace(args.time_scale)
+    model = Model(Node(online=online, reserved=args.reserved, grace=pace.grace()))
     node = LabNode(workdir, installation, reserved=args.reserved,
                    strict_reservation=model.node.strict_reservation,
-                   verify_period=args.verify_period, pace=Pace(args.time_scale))
+                   verify_period=args.verify_period, pace=pace)
     print(f"soak: seed {plan.seed}, containerd {installation.version()} ({plan.runtime}), "
           f"online {online}, "
           f"{'replaying ' + str(args.replay) if plan.replayed else f'{args.minutes} min'}"
           f", reserved {args.reserved.format() or 'none'}, verify_period "
-          f"{args.verify_period} s, hotplug {offlinable.format() or 'off'}, history "
+          f"{args.verify_period} s, start_grace {pace.start_grace} s, hotplug "
+          f"{offlinable.format() or 'off'}, history "
           f"{workdir}/history.jsonl",
           flush=True)
     started = time.monotonic()

@@ -31,9 +31,10 @@ def reason_of(details: str) -> str | None:
 
 def refused(pod: Pod, name: str, subject: str, prediction: Prediction, *,
             details: str, managed: bool, kubelet: Kubelet, plugin: Plugin,
-            record: Recorder) -> None:
+            record: Recorder, kept: frozenset[str] = frozenset()) -> None:
     """The runtime refused ``subject`` (``pod``'s container ``name``; "" for an update) with
-    ``details``; ``managed``: the plugin answered when it was asked."""
+    ``details``; ``managed``: the plugin answered when it was asked; ``kept``: dead instances
+    of ``name`` that are not the one refused."""
     reason = reason_of(details)
     allowed = ("must admit" if prediction.must_admit
                else f"{'may admit or ' if prediction.may_admit else 'must '}refuse "
@@ -51,7 +52,8 @@ def refused(pod: Pod, name: str, subject: str, prediction: Prediction, *,
                         else f"one of {sorted(prediction.reasons)}")
             record.violation(f"{subject} refused with {reason}, the model expects {expected}: "
                              f"{details}")
-    left = [c for c in kubelet.list_containers(pod.pod_id) if c.name == name]
+    left = [c for c in kubelet.list_containers(pod.pod_id) if c.name == name
+            and c.id not in kept]
     if left and reason is not None:
         record.violation(f"{subject} was refused ({reason}) but exists: {left}")
 

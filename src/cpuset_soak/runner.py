@@ -13,11 +13,11 @@ from typing import Final
 from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 
-from . import invariants, kernel, report
+from . import invariants, kernel, lifetimes, report
 from .dispatch import DISPATCH, Parts
 from .history import HistoryWriter, Op
 from .hotplug import Offlining
-from .model import INTEGER
+from .model import CREATED, INTEGER
 from .node import LabNode
 from .parts import Model
 from .record import Record
@@ -66,12 +66,19 @@ class Soak:
     # -- the kernel between operations (parts.Checks) -----------------------------------------
 
     def refresh_integers(self) -> None:
+        """Where integer containers run (the kernel), or, created and not started, what they
+        hold (the plugin's state document: they have no cgroup yet)."""
         with self.model.lock:
             integers = self.model.node.of_kind(INTEGER)
         view = kernel.read(integers)
         for container in integers:
             if container.cid in view:
                 container.actual = view[container.cid].cpus
+        waiting = [c for c in integers if c.cid not in view and c.state == CREATED]
+        if waiting and self.node.plugin.up:
+            state = self.node.plugin.state()
+            for container in waiting:
+                container.actual = lifetimes.given(state, container.cid) or container.actual
 
     def check_always(self) -> None:
         with self.model.lock:

@@ -83,7 +83,7 @@ class Walk:
     def _fitting_integer(self) -> int:
         """Exclusive CPUs to ask: what fits mostly, one more than fits now and then."""
         free = self.node.free_count(self.node.pins(), self.node.exclusive_count())
-        if self.node.shared_running():
+        if self.node.shared_count():
             free = min(free, self.node.pool_count(self.node.pins(),
                                                   self.node.exclusive_count()) - 1)
         draw = self.rng.random()
@@ -186,7 +186,7 @@ class Walk:
         op: Op = {"kind": "burst", "pods": pods, "kill_at": -1}
         # A pin mid-burst, when its outcome does not depend on the burst's order: shared
         # containers already run and no integer container would have to move.
-        if (pods and self.node.shared_running() and not self.node.of_kind(INTEGER)
+        if (pods and self.node.shared_count() and not self.node.of_kind(INTEGER)
                 and self.rng.random() < 0.5):
             op.update(pin=str(self.node.online.last()), pin_at=self.rng.randrange(len(pods)))
         return op

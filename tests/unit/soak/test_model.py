@@ -21,6 +21,7 @@ from cpuset_soak.model import (
 from cpuset_soak.outcomes import reason_of
 from cpuset_soak.parts import Model
 from cpuset_soak.reclass import CHANGING_CLASS, class_change
+from cpuset_soak.resync import resynchronized
 from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running
 
 
@@ -115,11 +116,11 @@ def test_a_narrowed_allowlist_refuses_new_pins_and_a_resynchronize_unpins_runnin
     other = Pod(name="x", namespace="default", qos="Burstable", annotation="0")
     assert node.predict_pinned(other).reasons == {NAMESPACE}
     assert node.pins() == CPUSet([1])  # running pins keep their CPUs until a synchronize
-    node.resynchronized()
+    resynchronized(node)
     assert pinned.pin is None
     assert pinned.containers["a"].kind == SHARED
     node.namespaces = ("*",)
-    node.resynchronized()
+    resynchronized(node)
     assert pinned.pin == CPUSet([1])
     assert pinned.containers["a"].kind == PINNED
 
@@ -136,11 +137,11 @@ def test_a_resynchronize_with_shared_containers_and_no_pool_runs_the_last_intege
     node = node_with(TWO, pod("a", running(INTEGER, "i-a", 1, "0")),
                      pod("b", running(INTEGER, "i-b", 1, "1")),
                      pod("web", running(SHARED, "s")))
-    node.resynchronized()
+    resynchronized(node)
     assert node.pods["a"].containers["i-a"].kind == INTEGER
     assert node.pods["b"].containers["i-b"].kind == SHARED
     node.pods["web"].containers["s"].state = "stopped"
-    node.resynchronized()
+    resynchronized(node)
     assert node.pods["b"].containers["i-b"].kind == INTEGER
 
 

@@ -120,7 +120,9 @@ class Soak:
 
     def settle(self, extra: float = 0.0) -> None:
         """Wait until the eventual invariants hold, at most the verifier's period twice plus
-        a margin after the burst's end; the always-invariants are checked at every view."""
+        a margin after the burst's end — and after the end of a created container's grace,
+        when it is near (``lifetimes.undecided``); the always-invariants are checked at
+        every view."""
         self.beside.join()
         began = time.monotonic()
         limit = (2 * self.node.verify_period + 4) * self.node.pace.scale
@@ -132,6 +134,8 @@ class Soak:
             eventual = self.eventual()
             if not eventual:
                 break
+            with self.model.lock:
+                deadline = max(deadline, lifetimes.decided_by(self.model.node) + limit)
             if time.monotonic() > deadline:
                 self.record.found.extend(eventual)
                 self._stop_if_violated(f"after settling {limit:g} s")
@@ -150,20 +154,34 @@ class Soak:
     def eventual(self) -> list[str]:
         model = self.model.node
         with self.model.lock:
-            running = list(model.running())
+            lifetimes.expire(model)
+            undecided = lifetimes.undecided(model)
+            running, waiting = list(model.running()), model.created()
+        if undecided:  # the plugin may hold them or not: wait until it must have decided
+            return [f"{c.pod}/{c.name} ({c.cid[:12]}): created "
+                    f"{lifetimes.age(model, c):.1f} s ago, near its start grace's end"
+                    for c in undecided]
         view = kernel.read(running)
+        state = self.node.plugin.state()
+        listed = self.node.kubelet.list_containers()
         self.record.tally.checks += 1
         with self.model.lock:
-            found = invariants.placements(model, view, kernel.numa_nodes, self.all_mems)
+            for container in waiting:  # a pin arriving may have moved it
+                container.actual = lifetimes.given(state, container.cid) or container.actual
+            held = CPUSet.union_of(c.actual for c in waiting if c.kind == INTEGER)
+            grace = model.grace
+            found = invariants.not_running_holders(state, listed, now=time.time(),
+                                                   grace_ends=grace.seconds + grace.slack)
+            found += invariants.given_back(model, view, held)
+            found += invariants.placements(model, view, kernel.numa_nodes, self.all_mems,
+                                           held)
             found += invariants.kernel_agrees(model, view)
-            found += invariants.state_matches(model, view, self.node.plugin.state())
+            found += invariants.state_matches(model, view, state, waiting)
             known = {c.cid for c in running}
-        for pod in list(model.pods.values()):
-            for listed in self.node.kubelet.list_containers(pod.pod_id,
-                                                            state="CONTAINER_RUNNING"):
-                if listed.id not in known:
-                    found.append(f"{pod.name}/{listed.name} ({listed.id[:12]}) runs, but "
-                                 f"the soak never saw it admitted")
+            ours = {pod.pod_id: pod.name for pod in model.pods.values()}
+        found += [f"{ours[c.pod_id]}/{c.name} ({c.id[:12]}) runs, but the soak never saw it "
+                  f"admitted" for c in listed if c.state == "CONTAINER_RUNNING"
+                  and c.pod_id in ours and c.id not in known]
         return found
 
     def finish(self) -> None:

@@ -141,7 +141,9 @@ class Walk:
                             namespace=self.rng.choice(NAMESPACES))
 
     def _never_running(self, kind_of_op: str) -> Op | None:
-        """A pod whose one container will not run: Guaranteed mostly, pinned or shared."""
+        """A pod whose one container will not run: Guaranteed mostly, pinned or shared, asking
+        what mostly fits (a pin on one online CPU, from the namespace every allowlist keeps:
+        what it is there for is what follows its admission)."""
         kind = self.rng.choice((INTEGER, INTEGER, PINNED, SHARED))
         pod = self._pod_name()
         if pod is None:
@@ -150,7 +152,7 @@ class Walk:
         if kind == INTEGER:
             op["cpus"] = self._fitting_integer()
         elif kind == PINNED:
-            op.update(pins=self._pin().format(), namespace=self.rng.choice(NAMESPACES))
+            op.update(pins=str(self.rng.choice(sorted(self.node.online))), namespace="storage")
         return op
 
     def _create_failing(self) -> Op | None:

@@ -5,7 +5,10 @@ the lab's containerd with NRI and ``nri-cpuset run``, checking invariants read f
 Operations (weighted like a busy node, bounded by its capacity): shared, BestEffort, integer
 and pinned pods (valid, overlapping, over integer containers, invalid, offline CPUs), pods with
 init containers and sidecars, deletion, stop without remove, in-place resize, CRI
-``--cpuset-cpus`` on shared containers, out-of-band cgroup writes. Faults: the plugin killed -9
+``--cpuset-cpus`` on shared containers, out-of-band cgroup writes, and containers that never
+run: pods whose start fails (retried beside their last dead instance after a back-off, as the
+kubelet does) and containers created and never started (started within the plugin's start
+grace, after it, or their pod deleted). Faults: the plugin killed -9
 (also mid-burst), SIGSTOPped past the NRI request timeout, containerd restarted, runc refusing
 updates, a reload narrowing who may pin, a reader hammering the status socket, and with
 ``--hotplug`` (root on cgroup v2: a VM lab guest) CPUs taken offline and back.

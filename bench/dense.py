@@ -18,6 +18,10 @@ For each size, with the plugin stopped (the baseline) and then running:
   the time until registered, synchronized and every correction applied (kernel); kill -9 of
   containerd: from containerd ready again to the plugin registered and synchronized;
 - the plugin's RSS (now and peak) and CPU time;
+- with ``--publisher on``, all of it with the topology publisher writing the node's
+  NodeResourceTopology to a fake API server in this process (``--api`` makes it refuse or hang:
+  ``forbidden``, ``crd-missing``, ``conflict``, ``slow``), and the writes it made; run it once
+  with ``--publisher off`` beside it to compare;
 - the kernel fast path (``bench/dense_fast.py``): integer and pin CreateContainer with no
   plugin / the plugin writing other containers' cpusets into the kernel first / with
   ``runtime.kernel_updates = false``; shared containers still on the new container's CPUs when
@@ -25,7 +29,8 @@ For each size, with the plugin stopped (the baseline) and then running:
   record catches up; the time until that record agrees.
 
 Run: ``nox -s bench-dense`` or ``python bench/dense.py [--sizes 100,300,500] [--quick]
-[--paths kernel]`` (``kernel``: the no-plugin baselines and the fast path only).
+[--paths kernel] [--publisher on [--api slow]]`` (``kernel``: the no-plugin baselines and the
+fast path only).
 Prints figures only; nothing is asserted.
 """
 
@@ -40,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from dense_fast import HOOK_SECONDS, Exclusive, FastPathBench, config_text
@@ -50,7 +55,12 @@ from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.kube_api import FakeApi, serve, write_kubeconfig
 from cpuset_lab.plugin_process import PluginProcess
+
+PUBLISHES = "nri_cpuset_topology_publishes_total"
+PUBLISH_RESULTS = ("created", "updated", "unreachable", "timeout", "forbidden", "crd-missing",
+                   "conflict", "server-error")
 
 REST = 12.0
 """Seconds without events before memory is read: the daemon trims every 10 s when quiet."""
@@ -79,13 +89,14 @@ def with_baseline(value: list[float], baseline: list[float]) -> str:
 
 
 class DenseBench:
-    def __init__(self, workdir: Path, args: argparse.Namespace) -> None:
-        self.args = args
+    def __init__(self, workdir: Path, args: argparse.Namespace, api: FakeApi | None) -> None:
+        self.args, self.api = args, api
         # containerd restarting with 500 containers took 30 s on a busy 2-CPU machine.
         self.lab = LabContainerd(workdir / "lab", installation=find_installation(),
                                  start_timeout=300)
         config = workdir / "config.toml"
-        config.write_text(config_text(kernel_updates=True))
+        more = "" if api is None else publisher_config(write_kubeconfig(workdir / "kube", api))
+        config.write_text(config_text(kernel_updates=True, more=more))
         self.plugin = PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
                                     listen="127.0.0.1:19477",
                                     status_socket=workdir / "status" / "status.sock",
@@ -95,7 +106,8 @@ class DenseBench:
         self.online = online_cpus()
         self.pin = CPUSet([max(self.online)])
         self.pool_with_pin = self.online - self.pin
-        self.fast = FastPathBench(self.plugin, config, self.online, self.pin, args.pin_samples)
+        self.fast = FastPathBench(self.plugin, config, self.online, self.pin, args.pin_samples,
+                                  more_config=more)
 
     def run(self) -> None:
         self.lab.start()
@@ -148,6 +160,17 @@ class DenseBench:
                         f"{memory['VmRSS'] / 1024:.1f} MiB / {memory['VmHWM'] / 1024:.1f} MiB")
         self.report.add(n, "plugin CPU time since its last start",
                         f"{self.plugin.cpu_seconds():.2f} s")
+        if self.api is not None:
+            self.report.add(n, "topology publisher: requests to the API so far (PATCH/POST)",
+                            f"{self.api.methods().count('PATCH')} / "
+                            f"{self.api.methods().count('POST')}; "
+                            f"{self.publishes()} since the plugin's last start")
+
+    def publishes(self) -> str:
+        """The plugin's writes of its NodeResourceTopology, by result, from its metrics."""
+        counts = {result: self.plugin.metric(PUBLISHES, {"result": result})
+                  for result in PUBLISH_RESULTS}
+        return ", ".join(f"{result} {count:.0f}" for result, count in counts.items() if count)
 
     def kernel_first(self, node: DenseNode, n: int, base_integer: Exclusive,
                      base_pin: Exclusive, base_shared: list[float]) -> None:
@@ -279,6 +302,11 @@ def main() -> int:
     parser.add_argument("--pin-samples", type=int, default=3,
                         help="integer creations and pin arrivals per size")
     parser.add_argument("--quick", action="store_true", help="sizes 20,40 and fewer samples")
+    parser.add_argument("--publisher", choices=("off", "on"), default="off",
+                        help="on: the plugin publishes its NodeResourceTopology to a fake API "
+                        "server in this process")
+    parser.add_argument("--api", choices=("ok", "forbidden", "crd-missing", "conflict", "slow"),
+                        default="ok", help="how that fake API server answers")
     parser.add_argument("--paths", choices=("all", "kernel"), default="all",
                         help="kernel: only the no-plugin baselines and the kernel fast path "
                         "(no runtime-only path, floor, pins, status reads or restarts)")
@@ -291,9 +319,15 @@ def main() -> int:
     if len(online_cpus()) < 2:
         print("needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="nri-dense-") as tmp:
-        DenseBench(Path(tmp), args).run()
+    with tempfile.TemporaryDirectory(prefix="nri-dense-") as tmp, ExitStack() as stack:
+        api = None if args.publisher == "off" else stack.enter_context(serve(args.api))
+        DenseBench(Path(tmp), args, api).run()
     return 0
+
+
+def publisher_config(kubeconfig: Path) -> str:
+    return ("[topology_publisher]\nenabled = true\nnode_name = \"dense-bench\"\n"
+            f"kubeconfig = \"{kubeconfig}\"\npolicy = \"single-numa-node\"\n")
 
 
 if __name__ == "__main__":

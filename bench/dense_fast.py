@@ -27,8 +27,9 @@ HOOK_SECONDS = "nri_cpuset_hook_duration_seconds_sum"
 HOOK = {"hook": "CreateContainer"}
 
 
-def config_text(kernel_updates: bool) -> str:
-    return f"[runtime]\nkernel_updates = {str(kernel_updates).lower()}\n"
+def config_text(kernel_updates: bool, more: str = "") -> str:
+    """The plugin's configuration; ``more``: further tables (the topology publisher's)."""
+    return f"[runtime]\nkernel_updates = {str(kernel_updates).lower()}\n{more}"
 
 
 class Exclusive:
@@ -61,8 +62,8 @@ class FastPathBench:
     """Runs the comparisons; the plugin is ``plugin`` started with ``--config config``."""
 
     def __init__(self, plugin: PluginProcess, config: Path, online: CPUSet, pin: CPUSet,
-                 samples: int) -> None:
-        self.plugin, self.config = plugin, config
+                 samples: int, *, more_config: str = "") -> None:
+        self.plugin, self.config, self.more_config = plugin, config, more_config
         self.online, self.pin, self.samples = online, pin, samples
         self._reader = CgroupReader()
 
@@ -134,7 +135,7 @@ class FastPathBench:
     def restart_with(self, kernel_updates: bool) -> None:
         """Restart the plugin with the fast path on or off (and wait for its synchronize)."""
         self.plugin.stop()
-        self.config.write_text(config_text(kernel_updates))
+        self.config.write_text(config_text(kernel_updates, self.more_config))
         synchronized = self.plugin.count("synchronized")
         self.plugin.start()
         self.plugin.wait_for("synchronized", synchronized + 1, timeout=300)

@@ -41,6 +41,13 @@ class DryRunContainer:
                                    cpus="" if self.cpus is None else self.cpus.format(),
                                    mems="" if self.mems is None else self.mems.format())
 
+    def place(self, cpus: CPUSet, mems: CPUSet | None) -> None:
+        """Set the container's cpuset as the runtime does: ``mems`` ``None`` leaves its
+        ``cpuset.mems`` as they are (NRI's empty string), never unset."""
+        self.cpus = cpus
+        if mems is not None:
+            self.mems = mems
+
 
 @attrs.define
 class DryRunHost:
@@ -74,9 +81,7 @@ class DryRunHost:
             container = self.containers.get(update.container_id)
             if container is None or update.container_id in failing:
                 continue  # unknown ids count as applied, like containerd
-            container.cpus = update.cpus
-            if update.mems is not None:
-                container.mems = update.mems
+            container.place(update.cpus, update.mems)
         if failing:
             return UpdateOutcome(failed=tuple(u.container_id for u in batch),
                                  detail=f"injected failure for {', '.join(failing)}")
@@ -147,7 +152,9 @@ class DryRunRuntime:
         assert placement is not None  # a resize plan always places its container
         live = self.host.containers[facts.id]
         live.facts = facts
-        live.cpus, live.mems = placement.cpus, placement.mems
+        # A placement without mems (not a pin) leaves the container's memory nodes as they
+        # are, as on the real runtime: unsetting them would change what a rollback restores.
+        live.place(placement.cpus, placement.mems)
         return plan
 
     def remove_container(self, container_id: str) -> Plan:

@@ -124,11 +124,20 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     if verify_period > 0:
         verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
                                 period=verify_period)
+    publisher = None
+    if config is not None:
+        from cpuset_cli.daemon.topology_publisher import publisher_for  # noqa: PLC0415
+
+        live = config  # the publisher reads the declared policy of every reload
+        publisher = publisher_for(
+            config.current.topology_publisher, service, metrics, environ=environ,
+            sysfs_root=getattr(topology_source, "root", "/sys"),
+            policy=lambda: live.current.topology_publisher.policy)
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
-                  start_probe=probe)
+                  start_probe=probe, publisher=publisher)
 
 
 def _set_grace(service: PlacementService) -> Callable[[float], None]:

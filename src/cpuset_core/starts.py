@@ -11,7 +11,9 @@ deleted between the two calls, a start that timed out).
 The rule, for a container not seen to start, from what the runtime and the kernel report
 (:class:`StartReport`):
 
-1. the kernel shows tasks in its cgroup → it runs, whatever the runtime's record says;
+1. the kernel shows tasks in its cgroup → it keeps its CPUs, whatever the runtime says: its
+   task is being created (runc's init waits in the cgroup until the start) or it runs, and
+   either way processes sit on those CPUs; only the runtime's word ends the wait (rule 2);
 2. the runtime reports it running → it runs;
 3. the runtime reports it exited → it holds nothing: its start failed (``start-failed``);
 4. the runtime reports its state unknown → it holds nothing (``state-unknown``): no task runs
@@ -52,7 +54,7 @@ class StartReport:
     age: float = 0.0
     """Seconds since the runtime created it."""
     has_tasks: bool = False
-    """The kernel shows processes in its cgroup."""
+    """The kernel shows processes in its cgroup (its task exists: being created, or run)."""
     detail: str = ""
     """The runtime's own words on it (e.g. ``StartError: ... no such file or directory``)."""
 
@@ -61,7 +63,8 @@ class StartOutcome(enum.Enum):
     """What a container not seen to start is, after :func:`judge_start`."""
 
     WAITING = "waiting"
-    """Not started yet, within its grace: it keeps its CPUs."""
+    """Not started yet (within its grace, or its task is being created): it keeps its
+    CPUs."""
     RUNNING = "running"
     """It runs: the event that would have said so was missed."""
     HOLDS_NOTHING = "holds-nothing"
@@ -88,8 +91,10 @@ _RUNNING = StartVerdict(outcome=StartOutcome.RUNNING)
 
 def judge_start(report: StartReport, *, grace: float) -> StartVerdict:
     """Apply the module's rule to ``report``; ``grace`` is in seconds."""
-    if report.has_tasks or report.state is RuntimeState.RUNNING:
+    if report.state is RuntimeState.RUNNING:
         return _RUNNING
+    if report.has_tasks:
+        return _WAITING
     said = f" ({report.detail})" if report.detail else ""
     if report.state is RuntimeState.EXITED:
         return StartVerdict(outcome=StartOutcome.HOLDS_NOTHING, reason="start-failed",

@@ -191,6 +191,10 @@ NAMED_SHAPES: Final[Mapping[str, MachineShape]] = MappingProxyType({
 # -- sysfs trees -------------------------------------------------------------------------------
 
 
+LAB_NODE_KIB: Final = 4 * 1024 * 1024
+"""Each NUMA node's ``MemTotal`` in a written sysfs tree, in KiB (a memoryless node: 0)."""
+
+
 def write_sysfs_tree(shape: MachineShape, root: Path) -> None:
     """Write what a kernel would show for ``shape`` under ``root/devices/system`` (``root``
     plays ``/sys``): the files ``SysfsTopologySource`` reads plus their usual neighbours."""
@@ -253,6 +257,9 @@ def write_sysfs_tree(shape: MachineShape, root: Path) -> None:
         _write_files(node_dir / f"node{node}", {
             "cpulist": node_cpus.get(node, EMPTY).format(),
             "distance": " ".join(str(shape.distance(node, other)) for other in nodes),
+            # What the topology publisher reads: 4 GiB a node, none on a memoryless one.
+            "meminfo": f"Node {node} MemTotal:       "
+                       f"{LAB_NODE_KIB if node in shape.memory_nodes else 0} kB\n",
         })
 
 

@@ -26,6 +26,7 @@ from cpuset_core import (
     StartTooLateError,
     judge_start,
 )
+from cpuset_service.events import short_id
 from cpuset_service.journal import DecisionJournal
 from cpuset_service.observer import Observer
 
@@ -174,6 +175,11 @@ class StartCases:
             if cid not in self._tracker.waiting or entry is None:
                 continue
             verdict = judge_start(report, grace=self.grace)
+            _log.debug("start checked", extra={
+                "container": entry.subject, "id": short_id(cid),
+                "state": report.state.value if report.state else "unlisted",
+                "age_s": round(report.age, 1), "tasks": report.has_tasks,
+                "outcome": verdict.outcome.value})
             if verdict.outcome is StartOutcome.RUNNING:
                 self._tracker.started(cid)
             elif verdict.outcome is StartOutcome.HOLDS_NOTHING:

@@ -27,6 +27,7 @@ from cpuset_adapters.config.schema import (
     Observability,
     Pinning,
     Runtime,
+    TopologyPublisher,
     keys,
     value_at,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Pinning",
     "Problem",
     "Runtime",
+    "TopologyPublisher",
     "build",
     "changed_keys",
     "keys",

@@ -21,6 +21,8 @@ LIVE_KEYS: Final = frozenset({
     "runtime.kernel_updates",
     # How long the next containers not seen to start keep their CPUs.
     "runtime.start_grace",
+    # What the next published NodeResourceTopology declares.
+    "topology_publisher.policy",
 })
 """Keys a reload applies at once; every other key needs a restart: the pin annotation and
 the reservation re-decide running containers, and sockets and the listener are opened once."""

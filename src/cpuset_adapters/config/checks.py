@@ -3,16 +3,27 @@ what this machine's topology allows. Each check returns problems; none raises.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Final
 
 from cpuset_adapters.config.errors import Problem
-from cpuset_adapters.config.schema import LOG_FORMATS, LOG_LEVELS, SPANNING, Config
+from cpuset_adapters.config.schema import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    SPANNING,
+    TOPOLOGY_POLICIES,
+    Config,
+)
 from cpuset_adapters.config.structure import toml_value
 from cpuset_adapters.listen_address import parse_listen
 from cpuset_core import CpuListSyntaxError, CPUSet, Topology
 
 __all__ = ["parse_listen", "reserved_cpus", "topology_problems", "value_problems"]
+
+_NODE_NAME: Final = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                               r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""A Kubernetes node name: a DNS subdomain (RFC 1123)."""
 
 MAX_UNIX_SOCKET_PATH: Final = 107
 """``sun_path`` holds 108 bytes including the terminating NUL."""
@@ -25,7 +36,8 @@ def reserved_cpus(config: Config) -> CPUSet:
 
 def value_problems(config: Config) -> list[Problem]:
     """Problems that need no knowledge of the machine."""
-    return [*_pinning(config), *_cpus(config), *_paths(config), *_observability(config)]
+    return [*_pinning(config), *_cpus(config), *_paths(config), *_observability(config),
+            *_topology_publisher(config)]
 
 
 def _bad(key: str, value: object, message: str) -> Problem:
@@ -98,6 +110,18 @@ def _observability(config: Config) -> Iterator[Problem]:
     yield from _choice("observability.log_level", config.observability.log_level, LOG_LEVELS)
     yield from _choice("observability.log_format", config.observability.log_format,
                        LOG_FORMATS)
+
+
+def _topology_publisher(config: Config) -> Iterator[Problem]:
+    publisher = config.topology_publisher
+    yield from _choice("topology_publisher.policy", publisher.policy, TOPOLOGY_POLICIES)
+    if publisher.kubeconfig and not publisher.kubeconfig.startswith("/"):
+        yield _bad("topology_publisher.kubeconfig", publisher.kubeconfig,
+                   'must be an absolute path ("" uses the pod\'s service account)')
+    if publisher.node_name and not _NODE_NAME.fullmatch(publisher.node_name):
+        yield _bad("topology_publisher.node_name", publisher.node_name,
+                   "must be a node name (lowercase letters, digits, '-' and '.'; at most 253) "
+                   '("" takes $NODE_NAME)')
 
 
 def topology_problems(config: Config, topology: Topology) -> list[Problem]:

@@ -11,6 +11,7 @@ from typing import Final
 import attrs
 
 from cpuset_adapters import default_paths
+from cpuset_adapters.kubernetes.topology_object import POLICIES
 from cpuset_core import DEFAULT_PIN_ANNOTATION, Spanning
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
@@ -18,6 +19,8 @@ DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_FORMATS: Final = ("json", "console")
 SPANNING: Final = tuple(spanning.value for spanning in Spanning)
+TOPOLOGY_POLICIES: Final = POLICIES
+"""``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +83,22 @@ class Observability:
 
 
 @attrs.frozen(kw_only=True)
+class TopologyPublisher:
+    """``[topology_publisher]``: the node's NodeResourceTopology object for a topology-aware
+    scheduler (off by default)."""
+
+    enabled: bool = False
+    node_name: str = ""
+    """The node (and object) name; ``""``: the ``NODE_NAME`` environment variable (the
+    DaemonSet sets it from the downward API)."""
+    kubeconfig: str = ""
+    """A kubeconfig file (a lab); ``""``: the pod's service account (in-cluster)."""
+    policy: str = "best-effort"
+    """``best-effort`` (the rules the plugin enforces) or ``single-numa-node`` (strict: the
+    scheduler refuses what does not fit one NUMA node)."""
+
+
+@attrs.frozen(kw_only=True)
 class Config:
     """The whole configuration: what ``nri-cpuset run`` runs with."""
 
@@ -87,6 +106,7 @@ class Config:
     cpus: Cpus = attrs.field(factory=Cpus)
     runtime: Runtime = attrs.field(factory=Runtime)
     observability: Observability = attrs.field(factory=Observability)
+    topology_publisher: TopologyPublisher = attrs.field(factory=TopologyPublisher)
 
 
 # The field types are strings under `from __future__ import annotations`; cattrs needs classes.

@@ -32,8 +32,8 @@ from cpuset_adapters.cri.results import (
     decode_info,
     pid_from_info,
 )
-from cpuset_adapters.cri.status import StatusCode
 from cpuset_adapters.cri.transport import CriError, UnaryTransport
+from cpuset_adapters.grpc_status import StatusCode
 
 __all__ = ["CRI_API_VERSION", "CriClient", "CriError", "UnaryTransport"]
 

@@ -9,7 +9,7 @@ import math
 from typing import Final
 from urllib.parse import unquote
 
-from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.grpc_status import StatusCode
 
 #: The largest response accepted: the kubelet's own limit for CRI messages (16 MiB).
 MAX_MESSAGE: Final = 16 * 2**20

@@ -32,8 +32,8 @@ from cpuset_adapters.cri.grpc_wire import (
     reset_status,
     unframe_message,
 )
-from cpuset_adapters.cri.status import StatusCode
 from cpuset_adapters.cri.transport import CriError
+from cpuset_adapters.grpc_status import StatusCode
 
 _DEFAULT_CONNECTION_WINDOW: Final = 65_535  # RFC 9113, 6.9.2: only WINDOW_UPDATE raises it
 _LAST_STREAM: Final = 2**31 - 1 - 2  # a new connection before the client's ids run out

@@ -21,8 +21,8 @@ from typing import Final
 
 from cpuset_adapters.cri.grpc_wire import MAX_MESSAGE, frame_message, grpc_timeout
 from cpuset_adapters.cri.h2_link import H2Link
-from cpuset_adapters.cri.status import StatusCode
 from cpuset_adapters.cri.transport import CriError, method_of
+from cpuset_adapters.grpc_status import StatusCode
 
 #: The initial stream and connection window announced: 16 MiB, the largest message accepted.
 DEFAULT_WINDOW: Final = MAX_MESSAGE

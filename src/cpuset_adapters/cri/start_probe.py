@@ -4,7 +4,8 @@ seen start: the service's :class:`~cpuset_service.starts.StartProbe`.
 containerd reports a container whose task could not be created as ``CONTAINER_EXITED`` with
 the reason ``StartError`` and the runtime's message, and sends no NRI event; one created and
 not started as ``CONTAINER_CREATED`` with the time it was created. The kernel's word comes
-first (``cpuset_core.starts``): processes in its cgroup mean it runs.
+first (``cpuset_core.starts``): processes in its cgroup keep its CPUs (its task is being
+created, or it runs).
 """
 
 from __future__ import annotations

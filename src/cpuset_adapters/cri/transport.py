@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from cpuset_adapters.cri.status import code_name
+from cpuset_adapters.grpc_status import code_name
 
 
 class CriError(Exception):

@@ -7,7 +7,8 @@ from typing import Protocol, TypeVar
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
-from cpuset_adapters.nri.ttrpc import RpcError, StatusCode
+from cpuset_adapters.grpc_status import StatusCode
+from cpuset_adapters.nri.ttrpc import RpcError
 
 
 class _Message(Protocol):

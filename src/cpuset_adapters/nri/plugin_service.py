@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
-from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError
 from cpuset_adapters.nri.ttrpc_server import Reply
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler_port import NriHandler
 from cpuset_adapters.nri.launch import (
@@ -39,7 +40,7 @@ from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.reconnect import wait_for_socket_or
-from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError, StatusCode
+from cpuset_adapters.nri.ttrpc import RequestEnvelope, RpcError
 from cpuset_adapters.nri.ttrpc_server import Reply
 from cpuset_core import ContainerUpdate
 from cpuset_service.observer import NO_HOOK_OBSERVER, HookObserver

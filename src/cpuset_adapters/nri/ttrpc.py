@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
+from cpuset_adapters.grpc_status import StatusCode, code_name
 from cpuset_adapters.nri.proto import ttrpc_pb2
 
 HEADER_LENGTH = 10
@@ -49,36 +50,6 @@ class Flags(enum.IntFlag):
     REMOTE_CLOSED = 0x01
     REMOTE_OPEN = 0x02
     NO_DATA = 0x04
-
-
-class StatusCode(enum.IntEnum):
-    """gRPC status codes, as ttrpc carries them in ``Status.code`` (§3.5)."""
-
-    OK = 0
-    CANCELLED = 1
-    UNKNOWN = 2
-    INVALID_ARGUMENT = 3
-    DEADLINE_EXCEEDED = 4
-    NOT_FOUND = 5
-    ALREADY_EXISTS = 6
-    PERMISSION_DENIED = 7
-    RESOURCE_EXHAUSTED = 8
-    FAILED_PRECONDITION = 9
-    ABORTED = 10
-    OUT_OF_RANGE = 11
-    UNIMPLEMENTED = 12
-    INTERNAL = 13
-    UNAVAILABLE = 14
-    DATA_LOSS = 15
-    UNAUTHENTICATED = 16
-
-
-def code_name(code: int) -> str:
-    """``"UNIMPLEMENTED"`` for 12; the bare number for a code gRPC does not define."""
-    try:
-        return StatusCode(code).name
-    except ValueError:
-        return str(code)
 
 
 class TtrpcError(Exception):

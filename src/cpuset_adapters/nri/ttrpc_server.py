@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri.ttrpc import (
     ConnectionLostError,
     MessageDecoder,
@@ -21,7 +22,6 @@ from cpuset_adapters.nri.ttrpc import (
     ProtocolError,
     RequestEnvelope,
     RpcError,
-    StatusCode,
     decode_request,
     encode_error_response,
     encode_message,

@@ -23,6 +23,11 @@ LEVELS = ("debug", "info", "warning", "error")
 
 _STANDARD_KEYS = frozenset({"timestamp", "level", "logger", "event", "exception"})
 
+QUIET_LIBRARIES = ("hpack", "h2")
+"""Libraries whose debug records describe their wire, not the plugin's work: every header a CRI
+call encodes is a record (dozens per call), which would drown the plugin's own debug lines
+and cost CPU. They log at warning and above whatever the plugin's level."""
+
 
 class LogControl:
     """The configured level and the runtime debug toggle."""
@@ -69,6 +74,8 @@ def configure_logging(level: str = "info", fmt: LogFormat = "console",
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(_numeric(level))
+    for library in QUIET_LIBRARIES:
+        logging.getLogger(library).setLevel(logging.WARNING)
     return LogControl(level)
 
 

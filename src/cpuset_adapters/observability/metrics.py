@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cpuset_adapters.kubernetes.api_client import REASONS
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
 from cpuset_core import Kind
 from cpuset_core.starts import NOT_RUNNING_REASONS
@@ -30,6 +31,9 @@ _log = logging.getLogger("nri_cpuset.metrics")
 DEFAULT_REQUEST_TIMEOUT_S = 2.0
 """NRI's request timeout when neither the operator nor the runtime says (Configure sends 0
 before NRI v0.7)."""
+
+PUBLISH_RESULTS = ("created", "updated", *REASONS)
+"""What a write of the NodeResourceTopology object can end with."""
 
 BUCKET_FRACTIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 """Hook duration buckets as fractions of the request timeout: sub-millisecond decisions are
@@ -123,6 +127,12 @@ class PluginMetrics:
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
+        self._topology_publishes = Counter(
+            "nri_cpuset_topology_publishes", "Writes of the node's NodeResourceTopology "
+            "object, by result: created, updated, or why it failed.", ["result"], registry=r)
+        for result in PUBLISH_RESULTS:
+            self._topology_publishes.labels(result)
+        self._topology_current: bool | None = None
         r.register(_StateCollector(self))
 
     # -- what the gauges read --
@@ -187,6 +197,23 @@ class PluginMetrics:
     def start_check_failed(self) -> None:
         self._start_checks_failed.inc()
 
+    # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --
+
+    def topology_published(self, result: str, *, current: bool) -> None:
+        """One write of the NodeResourceTopology object ended with ``result`` (``created``,
+        ``updated`` or a failure reason); ``current``: the object now matches the node."""
+        self._topology_publishes.labels(result).inc()
+        self._topology_current = current
+
+    def topology_current(self, *, current: bool) -> None:
+        """Whether the published object matches the node's state (``False`` while a change
+        waits to be published or a write keeps failing)."""
+        self._topology_current = current
+
+    def topology_is_current(self) -> bool | None:
+        """``None`` while no publisher runs."""
+        return self._topology_current
+
 
 class _StateCollector(Collector):
     """Gauges computed from the live state at each scrape."""
@@ -220,6 +247,10 @@ class _StateCollector(Collector):
         yield containers
         yield _gauge("nri_cpuset_verify_drifting_containers", "Containers the last verifier "
                      "pass found off their placement.", self._metrics.drifting())
+        current = self._metrics.topology_is_current()
+        if current is not None:
+            yield _gauge("nri_cpuset_topology_current", "1 while the published "
+                         "NodeResourceTopology matches the node's state.", int(current))
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -13,7 +13,8 @@ _FLAG_KEYS = {"nri_socket": ("runtime", "nri_socket"), "cri_socket": ("runtime",
               "log_level": ("observability", "log_level"),
               "listen": ("observability", "listen"),
               "log_format": ("observability", "log_format"),
-              "allow_static_cpu_manager": ("runtime", "allow_static_cpu_manager")}
+              "allow_static_cpu_manager": ("runtime", "allow_static_cpu_manager"),
+              "publish_topology": ("topology_publisher", "enabled")}
 """Flags that set configuration keys: they win over the file, but only when given."""
 
 
@@ -54,6 +55,9 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
                                       "Overrides observability.log_format.")
 @click.option("--allow-static-cpu-manager", is_flag=True,
               help="Start even though the kubelet's static CPU manager is active.")
+@click.option("--publish-topology", is_flag=True,
+              help="Publish this node's NodeResourceTopology for a topology-aware scheduler. "
+                   "Overrides topology_publisher.enabled.")
 @click.option("--containerd-config", default=default_paths.CONTAINERD_CONFIG,
               show_default=True,
               help="Read (if readable) to tell why the NRI socket is missing.")

@@ -31,6 +31,7 @@ from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_cli.daemon.start_watch import StartWatch
+from cpuset_cli.daemon.topology_publisher import TopologyPublisher
 from cpuset_cli.daemon.update_patience import UpdatePatience, send_patiently
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
@@ -79,6 +80,8 @@ class Daemon:
     start_probe: CriStartProbe | None = None
     """Tells whether containers not seen to start will run (``None``: they keep their CPUs
     until removed)."""
+    publisher: TopologyPublisher | None = None
+    """Keeps the node's NodeResourceTopology current (``None``: not published)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
     """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
@@ -194,6 +197,8 @@ class Daemon:
         trimming = asyncio.create_task(self._release_memory(), name="memory")
         starts = (None if self.start_watch is None else
                   asyncio.create_task(self.start_watch.run(), name="start-watch"))
+        publishing = (None if self.publisher is None else
+                      asyncio.create_task(self.publisher.run(), name="topology-publisher"))
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -204,7 +209,8 @@ class Daemon:
                 status.close()
             if http is not None:
                 http.close()
-            for task in (pushing, watching, verifying, trimming, starts, hotplug, self.inventory):
+            for task in (pushing, watching, verifying, trimming, starts, hotplug, publishing,
+                         self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -5,10 +5,12 @@ failure: a missing binary, a bad mount, a wrong user), so every :data:`PERIOD` t
 the start probe (CRI and the kernel, in a worker thread) about the containers that have waited
 at least :data:`SETTLE` seconds, and the service applies the start rule to the answer. A healthy
 node starts a container well within that, so it never pays for a CRI call; a failed start gives
-its CPUs back within ``SETTLE + PERIOD`` seconds (plus the probe's calls). One the runtime
-reports created and not started is asked about again only once its grace has passed (the grace
-read at each look, so a reload applies at once). Never on a hook's path; nothing while the
-runtime is disconnected or not yet synchronized.
+its CPUs back within ``SETTLE + PERIOD`` seconds (plus the probe's calls). One the runtime still
+reports created is asked about again after a gap that doubles from ``PERIOD`` up to
+:data:`MAX_GAP`: its start may be under way (runc creating the task takes seconds on a loaded
+node, and fails at its end), and its grace may end (read at each judgement, so a reload applies
+at once). Never on a hook's path; nothing while the runtime is disconnected or not yet
+synchronized.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ PERIOD = 0.5
 """Seconds between two looks at the containers waiting for their start."""
 SETTLE = 1.0
 """Seconds a container waits before the probe is asked about it."""
+MAX_GAP = 2.0
+"""Most seconds between two asks about a container the runtime still reports created: a
+failed start is seen within that of the failure, however slow the task's creation was."""
 
 
 class StartWatch:
@@ -42,9 +47,8 @@ class StartWatch:
         self._settle = settle
         self._clock = clock
         self._since: dict[str, float] = {}
-        self._created: dict[str, float] = {}
-        """When (on this clock) the runtime created the containers it reported created and
-        waiting within their grace: not asked about again before the grace ends."""
+        self._next: dict[str, tuple[float, float]] = {}
+        """Containers the runtime reported created: when to ask again, and the gap used."""
         self._failing = False
 
     async def run(self) -> None:
@@ -61,11 +65,10 @@ class StartWatch:
         waiting = self._service.starts.waiting()
         now = self._clock()
         self._since = {cid: self._since.get(cid, now) for cid in waiting}
-        self._created = {cid: t for cid, t in self._created.items() if cid in waiting}
-        grace = self._service.starts.grace  # read at each look: a reload applies at once
+        self._next = {cid: t for cid, t in self._next.items() if cid in waiting}
         due = {cid: path for cid, path in waiting.items()
                if now - self._since[cid] >= self._settle
-               and now >= self._created.get(cid, now - grace) + grace}
+               and now >= self._next.get(cid, (now, 0.0))[0]}
         if not due:
             return
         try:
@@ -83,7 +86,6 @@ class StartWatch:
         self._failing = False
         self._service.starts.reported(reports)
         for cid, report in reports.items():
-            if report.state is RuntimeState.CREATED:
-                # Waiting for its start: nothing to learn before its grace ends (its start,
-                # an NRI event, ends the wait anyway).
-                self._created[cid] = now - report.age
+            if report.state is RuntimeState.CREATED:  # its start may be under way
+                gap = min(max(2 * self._next.get(cid, (0.0, 0.0))[1], self._period), MAX_GAP)
+                self._next[cid] = (now + gap, gap)

@@ -19,8 +19,8 @@ from cpuset_adapters.cri.h2_unary import H2UnaryTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.proto import cri_pb2_grpc as pb_grpc
 from cpuset_adapters.cri.results import Resources
-from cpuset_adapters.cri.status import StatusCode
 from cpuset_adapters.cri.transport import UnaryTransport
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus

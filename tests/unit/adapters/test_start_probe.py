@@ -11,7 +11,7 @@ from cpuset_adapters.cgroupfs import CgroupReader
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.results import ContainerStatus
 from cpuset_adapters.cri.start_probe import CriStartProbe
-from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_core import RuntimeState, StartReport
 
 NOW = 1_800_000_000.0

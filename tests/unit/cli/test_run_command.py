@@ -115,3 +115,14 @@ def test_the_file_supplies_defaults_and_only_explicit_flags_override_it(
     assert started[0].current.observability.log_level == "warning"
     assert run(sysfs, "--config", path, "--log-level", "debug").exit_code == 0
     assert started[1].current.observability.log_level == "debug"
+
+
+def test_publish_topology_turns_the_publisher_on_over_the_file(
+        tmp_path: Path, sysfs: str, started: list[LiveConfig]) -> None:
+    path = config_file(tmp_path, '[topology_publisher]\npolicy = "single-numa-node"\n')
+    assert run(sysfs, "--config", path).exit_code == 0
+    assert run(sysfs, "--config", path, "--publish-topology").exit_code == 0
+    off, on = started
+    assert off.current.topology_publisher.enabled is False
+    assert on.current.topology_publisher.enabled is True
+    assert on.current.topology_publisher.policy == "single-numa-node"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 from collections.abc import Mapping
 
@@ -106,36 +107,54 @@ def test_a_probe_that_fails_is_logged_once_counted_every_time_and_decides_nothin
     assert "a" in service.ledger
 
 
-def test_a_container_created_within_its_grace_is_asked_about_again_only_when_it_ends() -> None:
+def test_a_container_still_created_is_asked_about_again_after_a_gap_doubling_up_to_a_cap(
+        ) -> None:
     probe = Probe({"a": StartReport(state=RuntimeState.CREATED, age=2.0)})
     service, watch, clock = rig(probe)
-    service.starts.grace = 30
     admit(service, "a")
     asyncio.run(watch.look())
-    clock.now += 1
-    asyncio.run(watch.look())
-    assert probe.asked == [{"a"}]
-    clock.now += 27.5  # 28 s of its 30 s grace gone: not yet
-    asyncio.run(watch.look())
-    assert probe.asked == [{"a"}]
-    probe.answer["a"] = StartReport(state=RuntimeState.CREATED, age=30.0)
-    clock.now += 0.5
-    asyncio.run(watch.look())
-    assert probe.asked == [{"a"}, {"a"}]
-    assert "a" not in service.ledger
+    asked_at = []
+    for _ in range(160):  # 20 s in looks an eighth of a second apart (exact in binary)
+        clock.now += 0.125
+        before = len(probe.asked)
+        asyncio.run(watch.look())
+        if len(probe.asked) > before:
+            asked_at.append(clock.now)
+    gaps = [b - a for a, b in itertools.pairwise(asked_at)]
+    assert gaps[:3] == [0.5, 1.0, 2.0]
+    assert set(gaps[3:]) == {2.0}
 
 
-def test_a_grace_shortened_by_a_reload_applies_to_containers_already_waiting() -> None:
-    probe = Probe({"a": StartReport(state=RuntimeState.CREATED, age=2.0)})
+def test_a_slow_start_that_fails_late_gives_its_cpus_back_within_the_cap() -> None:
+    probe = Probe({"a": StartReport(state=RuntimeState.CREATED, age=1.0)})
     service, watch, clock = rig(probe)
-    service.starts.grace = 120
     admit(service, "a")
-    asyncio.run(watch.look())
-    clock.now += 1
-    asyncio.run(watch.look())
-    service.starts.grace = 10
-    probe.answer["a"] = StartReport(state=RuntimeState.CREATED, age=10.0)
-    clock.now += 8
-    asyncio.run(watch.look())
-    assert probe.asked == [{"a"}, {"a"}]
-    assert "a" not in service.ledger
+    for _ in range(48):  # runc takes 6 s to fail creating the task
+        clock.now += 0.125
+        asyncio.run(watch.look())
+    probe.answer["a"] = StartReport(state=RuntimeState.EXITED, age=7.0)
+    failed = clock.now
+    while "a" in service.ledger:
+        clock.now += 0.125
+        asyncio.run(watch.look())
+    assert clock.now - failed <= 2.0
+
+
+def test_the_next_attempt_after_a_released_one_is_released_too() -> None:
+    probe = Probe()
+    service, watch, clock = rig(probe)
+
+    def fails_after_two_seconds(cid: str) -> None:
+        admit(service, cid)
+        failed_at = clock.now + 3.0  # runc takes a while to fail creating the task
+        probe.answer[cid] = StartReport(state=RuntimeState.CREATED, age=1.0)
+        while cid in service.ledger:
+            assert clock.now < failed_at + 2.0, f"{cid} still held"
+            clock.now += 0.125
+            if clock.now >= failed_at:
+                probe.answer[cid] = StartReport(state=RuntimeState.EXITED, age=3.0)
+            asyncio.run(watch.look())
+
+    fails_after_two_seconds("attempt-0")
+    clock.now += 80.0  # the kubelet's back-off
+    fails_after_two_seconds("attempt-1")

@@ -10,6 +10,7 @@ import pytest
 from cpuset_adapters.config import (
     Config,
     ConfigError,
+    TopologyPublisher,
     build,
     keys,
     load_file,
@@ -61,9 +62,17 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         listen = "[::1]:9000"
         log_level = "debug"
         log_format = "console"
+        [topology_publisher]
+        enabled = true
+        node_name = "worker-1.example"
+        kubeconfig = "/etc/nri-cpuset/kubeconfig"
+        policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 21
+    assert len(keys()) == 25
+    assert config.topology_publisher == TopologyPublisher(
+        enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
+        policy="single-numa-node")
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
     assert config.runtime.kernel_updates is False
@@ -117,6 +126,14 @@ def test_every_key_of_the_documented_schema_loads() -> None:
      'observability.log_level = "trace": must be one of debug, info, warning, error'),
     ('[observability]\nlog_format = "text"',
      'observability.log_format = "text": must be one of json, console'),
+    ('[topology_publisher]\npolicy = "restricted"',
+     'topology_publisher.policy = "restricted": must be one of best-effort, single-numa-node'),
+    ('[topology_publisher]\nkubeconfig = "kubeconfig"',
+     'topology_publisher.kubeconfig = "kubeconfig": must be an absolute path'),
+    ('[topology_publisher]\nnode_name = "Worker_1"',
+     'topology_publisher.node_name = "Worker_1": must be a node name'),
+    ('[topology_publisher]\nenabled = "yes"',
+     'topology_publisher.enabled = "yes": expected a boolean'),
 ])
 def test_a_bad_value_is_an_error_naming_its_key_and_value(text: str, expected: str) -> None:
     found = problems(text)

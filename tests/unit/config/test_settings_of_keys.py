@@ -53,9 +53,9 @@ def test_every_allocation_option_is_the_live_cpus_key_of_its_own_name() -> None:
         assert f"cpus.{option.name}" in LIVE_KEYS
 
 
-def test_a_key_is_live_when_its_setting_is_and_the_log_level_kernel_path_and_grace_besides(
+def test_a_key_is_live_when_its_setting_is_or_it_is_log_level_kernel_path_grace_or_policy(
         ) -> None:
     engine_keys = {key for key in LIVE_KEYS if key in SETTING_OF_KEY}
     assert {SETTING_OF_KEY[key] for key in engine_keys} == LIVE_SETTINGS
     assert LIVE_KEYS - engine_keys == {"observability.log_level", "runtime.kernel_updates",
-                                       "runtime.start_grace"}
+                                       "runtime.start_grace", "topology_publisher.policy"}

@@ -39,6 +39,8 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "kernel_updates": True,
     },
     "observability": {"listen": "127.0.0.1:9477", "log_level": "info", "log_format": "json"},
+    "topology_publisher": {"enabled": False, "node_name": "", "kubeconfig": "",
+                           "policy": "best-effort"},
 }
 
 

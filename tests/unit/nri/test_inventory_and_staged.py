@@ -18,7 +18,7 @@ from cpuset_adapters.cri.results import (
     PodStatus,
     Resources,
 )
-from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import InheritedSocket
 from cpuset_adapters.static_topology import StaticTopologySource

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import struct
 
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri import ttrpc
 from cpuset_adapters.nri.mux import Reply
 from cpuset_adapters.nri.mux_frames import encode_frame
-from cpuset_adapters.nri.ttrpc import MessageType, RequestEnvelope, StatusCode
+from cpuset_adapters.nri.ttrpc import MessageType, RequestEnvelope
 from tests.unit.nri.mux_peer import run, trunk
 
 PLUGIN = "nri.pkg.api.v1alpha1.Plugin"

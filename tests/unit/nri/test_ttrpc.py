@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cpuset_adapters.grpc_status import StatusCode, code_name
 from cpuset_adapters.nri import ttrpc
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.ttrpc import (
@@ -17,7 +18,6 @@ from cpuset_adapters.nri.ttrpc import (
     MessageType,
     ProtocolError,
     RpcError,
-    StatusCode,
 )
 
 RUNTIME = "nri.pkg.api.v1alpha1.Runtime"
@@ -143,8 +143,8 @@ def test_status_codes_are_the_grpc_numbers() -> None:
             StatusCode.DEADLINE_EXCEEDED, StatusCode.NOT_FOUND, StatusCode.RESOURCE_EXHAUSTED,
             StatusCode.FAILED_PRECONDITION, StatusCode.UNIMPLEMENTED,
             StatusCode.INTERNAL] == [0, 1, 2, 3, 4, 5, 8, 9, 12, 13]
-    assert ttrpc.code_name(12) == "UNIMPLEMENTED"
-    assert ttrpc.code_name(99) == "99"
+    assert code_name(12) == "UNIMPLEMENTED"
+    assert code_name(99) == "99"
 
 
 def test_types_and_flags_are_the_ttrpc_values() -> None:

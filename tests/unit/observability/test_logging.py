@@ -179,3 +179,15 @@ def test_a_reloaded_level_is_the_one_the_toggle_returns_to() -> None:
     assert logging.getLogger().level == logging.DEBUG
     control.toggle_debug()
     assert logging.getLogger().level == logging.WARNING
+
+
+def test_the_http2_librarys_header_by_header_debug_records_stay_out_of_a_debug_log() -> None:
+    out = io.StringIO()
+    configure_logging("debug", "console", stream=out)
+    logging.getLogger("hpack.hpack").debug("Adding b':method'=b'POST' to the header table")
+    logging.getLogger("h2.connection").debug("Process input ConnectionInputs.SEND_HEADERS")
+    logging.getLogger("nri_cpuset.daemon").debug("the plugin's own debug line")
+    logging.getLogger("hpack.hpack").warning("a warning still shows")
+    lines = out.getvalue().splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "the plugin's own debug line", "a warning still shows"]

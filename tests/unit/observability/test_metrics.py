@@ -144,3 +144,21 @@ def test_labels_are_low_cardinality_and_never_name_a_pod() -> None:
     names = {name for (_, labels) in samples(metrics) for name, _ in labels}
     assert names <= allowed
     assert all(n.startswith("nri_cpuset_") for n, _ in samples(metrics))
+
+
+def test_topology_writes_count_by_result_and_the_gauge_appears_only_with_a_publisher() -> None:
+    metrics = PluginMetrics()
+    metrics.watch(lambda: StateSample(exclusive_cpus=0, shared_pool_cpus=4, pinned_cpus=0,
+                                      containers={}, runtime_connected=True,
+                                      synchronized=True))
+    assert value(metrics, "nri_cpuset_topology_current") is None  # no publisher
+    metrics.topology_current(current=False)
+    assert value(metrics, "nri_cpuset_topology_current") == 0
+    metrics.topology_published("forbidden", current=False)
+    metrics.topology_published("forbidden", current=False)
+    metrics.topology_published("created", current=True)
+    name = "nri_cpuset_topology_publishes_total"
+    assert value(metrics, name, result="forbidden") == 2
+    assert value(metrics, name, result="created") == 1
+    assert value(metrics, name, result="crd-missing") == 0  # every result exists from the start
+    assert value(metrics, "nri_cpuset_topology_current") == 1

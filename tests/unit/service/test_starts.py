@@ -128,10 +128,13 @@ def test_a_probe_that_sees_it_running_ends_its_wait() -> None:
     service.admit(DB, at(container("db-1", DB, cpu_limit=1)))
     assert service.starts.reported({"db-1": RUNNING}) == []
     assert service.starts.waiting() == {}
-    tasks = StartReport(state=RuntimeState.EXITED, has_tasks=True)
+    # runc's init in the cgroup while the task is created: it keeps its CPUs, and still waits
+    # (a failed creation removes the cgroup; the next look sees the runtime's verdict).
+    tasks = StartReport(state=RuntimeState.CREATED, age=500.0, has_tasks=True)
     service.admit(DB2, at(container("db2-1", DB2)))
     assert service.starts.reported({"db2-1": tasks}) == []
     assert "db2-1" in service.ledger
+    assert "db2-1" in service.starts.waiting()
 
 
 def test_a_refusal_for_room_first_gives_back_what_a_dead_container_holds() -> None:

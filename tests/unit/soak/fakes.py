@@ -12,7 +12,7 @@ from typing import Any
 
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.results import ContainerInfo, Resources
-from cpuset_adapters.cri.status import StatusCode
+from cpuset_adapters.grpc_status import StatusCode
 from cpuset_lab import faulty_runc
 from cpuset_soak.dispatch import Parts
 from cpuset_soak.hotplug import Offlining

@@ -1,5 +1,6 @@
-"""The 17 canonical gRPC status codes, as numbers and names: what a CRI call's ``grpc-status``
-says, independent of any gRPC library (the daemon's CRI reads never import grpc)."""
+"""The 17 canonical gRPC status codes, as numbers and names, independent of any gRPC library:
+what a CRI call's ``grpc-status`` says (the daemon's CRI reads never import grpc) and what a
+ttrpc ``Status.code`` carries (NRI, fact sheet §3.5)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from cpuset_core.cpuset import CPUSet
 
 from .faults import restart_plugin
 from .history import Op
+from .lifetimes import judged
 from .model import Container, Pod, Prediction
 from .outcomes import refused, refused_yet_exists
 from .parts import Checks, Kubelet, Model, PluginControls, Recorder
@@ -44,12 +45,14 @@ def burst(op: Op, *, kubelet: Kubelet, plugin: PluginControls, model: Model,
 
 def _predictions(op: Op, pods: list[Pod], model: Model) -> dict[str, Prediction]:
     """What the plugin may answer for each pod (the pin's annotation set on its pod)."""
-    prediction = model.node.predict_shared()
-    predictions = {pod.name: prediction for pod in pods}
-    if op.get("pin") is not None and 0 <= op.get("pin_at", -1) < len(pods):
-        pinned = pods[op["pin_at"]]
-        pinned.annotation = op["pin"]
-        predictions[pinned.name] = model.node.predict_pinned(pinned)
+    node = model.node
+    with model.lock:
+        prediction = judged(node, node.predict_shared)
+        predictions = {pod.name: prediction for pod in pods}
+        if op.get("pin") is not None and 0 <= op.get("pin_at", -1) < len(pods):
+            pinned = pods[op["pin_at"]]
+            pinned.annotation = op["pin"]
+            predictions[pinned.name] = judged(node, lambda: node.predict_pinned(pinned))
     return predictions
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from . import burst, faults, hotplug, pods, updates
+from . import burst, failing, faults, hotplug, pods, unstarted, updates
 from .history import Op
 from .hotplug import Offlining
 from .parts import Background, Checks, Kubelet, Model, Pace, PluginControls, Recorder, Runtime
@@ -32,6 +32,18 @@ Operation = Callable[[Parts, Op], None]
 
 DISPATCH: Final[Mapping[str, Operation]] = {
     "create": lambda p, op: pods.create(
+        op, kubelet=p.kubelet, model=p.model, record=p.record, checks=p.checks,
+        plugin=p.plugin, pace=p.pace),
+    "create-failing": lambda p, op: failing.create_failing(
+        op, kubelet=p.kubelet, model=p.model, record=p.record, checks=p.checks,
+        plugin=p.plugin),
+    "retry-failing": lambda p, op: failing.retry_failing(
+        op, kubelet=p.kubelet, model=p.model, record=p.record, checks=p.checks,
+        plugin=p.plugin),
+    "create-unstarted": lambda p, op: unstarted.create_unstarted(
+        op, kubelet=p.kubelet, model=p.model, record=p.record, checks=p.checks,
+        plugin=p.plugin),
+    "start-created": lambda p, op: unstarted.start_created(
         op, kubelet=p.kubelet, model=p.model, record=p.record, checks=p.checks,
         plugin=p.plugin, pace=p.pace),
     "delete": lambda p, op: pods.delete(

@@ -16,6 +16,7 @@ from .history import Op
 from .model import Container, Pod
 from .parts import Background, Kubelet, Model, Pace, PluginControls, Recorder, Runtime
 from .pods import run_shared, target
+from .resync import resynchronized
 
 
 def plugin_kill(_op: Op, *, plugin: PluginControls, model: Model, record: Recorder) -> None:
@@ -28,7 +29,7 @@ def plugin_kill(_op: Op, *, plugin: PluginControls, model: Model, record: Record
 def restart_plugin(*, plugin: PluginControls, model: Model, record: Recorder) -> None:
     plugin.restart()
     with model.lock:
-        model.node.resynchronized()
+        resynchronized(model.node)
     record.outcome("plugin restarted and synchronized")
 
 
@@ -53,7 +54,7 @@ def plugin_sigstop(op: Op, *, kubelet: Kubelet, plugin: PluginControls, model: M
     plugin.up = True
     if plugin.synchronizations() > synchronized:
         with model.lock:
-            model.node.resynchronized()
+            resynchronized(model.node)
         record.outcome("plugin reconnected and synchronized")
 
 
@@ -77,7 +78,7 @@ def containerd_restart(_op: Op, *, kubelet: Kubelet, runtime: Runtime, model: Mo
     runtime.restart()
     lost_with_the_runtime(kubelet=kubelet, model=model, record=record)
     with model.lock:
-        model.node.resynchronized()
+        resynchronized(model.node)
     record.outcome("containerd restarted; the plugin reconnected and synchronized")
 
 

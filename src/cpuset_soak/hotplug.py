@@ -126,7 +126,7 @@ def _moved(cpu: int, model: Model) -> bool:
     """Every integer container that held ``cpu`` runs on as many online CPUs as it asked
     (the settle judges where; this only waits for the move)."""
     with model.lock:
-        moving = [c for c in model.node.of_kind(INTEGER) if cpu in c.actual]
+        moving = [c for c in model.node.running() if c.kind == INTEGER and cpu in c.actual]
         online = model.node.online
     view = kernel.read(moving)
     return all(c.cid in view and len(view[c.cid].cpus) == c.cpus

@@ -5,20 +5,29 @@ Always (checked continuously while operations run): no CPU in the kernel cpusets
 exclusive owners (integer vs integer, integer vs pin). After settling: shared containers on
 exactly ``online − reserved − pins − exclusive``; every pin on exactly its annotation (its
 online part) with the memory nodes of those CPUs; every integer container on exactly its N
-CPUs, outside reserved; the plugin's state document equal to the kernel. At the end: the
-plugin's state empty and its pool the whole of ``online − reserved``.
+CPUs, outside reserved; the plugin's state document equal to the kernel. After settling too:
+no container that does not run holds anything — none the runtime reports exited, none it
+reports created and not started longer than the start grace (and its watch's slack) — and
+the kernel's shared pool holds again the CPUs such containers were given; those created and
+within their grace (``held``) are kept out of the pool. At the end: the plugin's state empty
+and its pool the whole of ``online − reserved``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import combinations
-from typing import Any
+from typing import Any, Final
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_adapters.cri.results import ContainerInfo
+from cpuset_core.cpuset import EMPTY, CPUSet
 
 from .kernel import KernelView
-from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Container, Node
+from .model import BEST_EFFORT, EXPIRED, FAILED, INTEGER, PINNED, SHARED, Container, Node
+
+HOLDS: Final = {"integer": "exclusive CPU(s) {}", "annotated": "a pin reference on {}",
+                "shared": "a place in the shared pool"}
+"""What a state document's entry holds, by its ``kind``."""
 
 
 def _name(c: Container) -> str:
@@ -54,8 +63,9 @@ def kernel_agrees(node: Node, view: KernelView) -> list[str]:
 
 
 def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet],
-               all_mems: CPUSet) -> list[str]:
-    """After settling: every running container exactly where the rules put it."""
+               all_mems: CPUSet, held: CPUSet = EMPTY) -> list[str]:
+    """After settling: every running container exactly where the rules put it (``held``: the
+    CPUs of integer containers created and waiting for their start, off the pool too)."""
     running = [c for c in node.running() if not c.faulted]
     missing = [c for c in running if c.cid not in view]
     found = [f"{_name(c)}: running, but no cgroup to read" for c in missing]
@@ -65,7 +75,7 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
     if any(c.faulted and c.kind == INTEGER for c in node.running()):
         return found  # where a refused integer container's CPUs went is not known
     exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)
-    pool = node.online - pins - exclusive
+    pool = node.online - pins - exclusive - held
     if node.strict_reservation:
         pool -= node.reserved
     if not pool:
@@ -103,14 +113,19 @@ def _exclusive_placements(node: Node, view: KernelView, running: list[Container]
     return found
 
 
-def state_matches(node: Node, view: KernelView, state: Mapping[str, Any]) -> list[str]:
-    """The plugin's state document (``inspect -o json``) says what the kernel enforces."""
+def state_matches(node: Node, view: KernelView, state: Mapping[str, Any],
+                  waiting: Collection[Container] = ()) -> list[str]:
+    """The plugin's state document (``inspect -o json``) says what the kernel enforces, and
+    lists the containers created and ``waiting`` for their start within their grace."""
     listed = {str(c["id"]): c for c in state.get("containers", [])}
     running = {c.cid: c for c in node.running()}
+    held = {c.cid: c for c in waiting}
     found = [f"inspect does not list running {_name(running[cid])}"
              for cid in sorted(set(running) - set(listed))]
+    found += [f"inspect does not list {_name(held[cid])}, created and within its start grace"
+              for cid in sorted(set(held) - set(listed))]
     found += [f"inspect lists {cid[:12]} ({listed[cid].get('subject')}), which does not run"
-              for cid in sorted(set(listed) - set(running))]
+              for cid in sorted(set(listed) - set(running) - set(held))]
     # A shared container the document shows on no CPU has none to go to (an empty pool,
     # reported by the synchronize that found it): it is left where it runs.
     compared = [cid for cid in sorted(set(listed) & set(running))
@@ -123,6 +138,57 @@ def state_matches(node: Node, view: KernelView, state: Mapping[str, Any]) -> lis
     if len(pools) == 1 and (pool := pools.pop()).format() != state.get("shared_pool"):
         found.append(f"inspect says the shared pool is {state.get('shared_pool')!r}, the "
                      f"kernel runs every shared container on {pool}")
+    return found
+
+
+def not_running_holders(state: Mapping[str, Any], listed: Iterable[ContainerInfo], *,
+                        now: float, grace_ends: float) -> list[str]:
+    """After settling, no container that does not run holds an exclusive CPU, a pin reference
+    or a place in the pool: every entry of the plugin's state document whose container the
+    runtime reports exited, or created and not started ``grace_ends`` seconds ago or more (the
+    start grace and the start watch's slack; ``now``: the epoch's seconds), is found."""
+    runtime = {c.id: c for c in listed}
+    found = []
+    for entry in state.get("containers", []):
+        cid = str(entry.get("id"))
+        info = runtime.get(cid)
+        if info is None:
+            continue
+        age = now - info.created_at / 1e9 if info.created_at else 0.0
+        if info.state == "CONTAINER_EXITED":
+            why = "exited (its start failed, or it stopped)"
+        elif info.state == "CONTAINER_CREATED" and age >= grace_ends:
+            why = f"created {age:.0f} s ago and never started"
+        else:
+            continue
+        holds = HOLDS.get(str(entry.get("kind")), "{}").format(entry.get("cpus"))
+        found.append(f"{entry.get('subject')} ({cid[:12]}) is {why}, yet the plugin holds "
+                     f"{holds} for it")
+    return found
+
+
+def given_back(node: Node, view: KernelView, held: CPUSet = EMPTY) -> list[str]:
+    """After settling, the kernel's shared pool (where the shared containers run) includes the
+    CPUs each container that never ran was given — but those pinned, exclusive (in the kernel,
+    or ``held`` by a container waiting for its start) or reserved from the pool now."""
+    shared = [c for c in node.running() if c.kind in (SHARED, BEST_EFFORT) and c.cid in view
+              and not (c.unmanaged or c.faulted or c.tampered)]
+    pools = {view[c.cid].cpus for c in shared}
+    if len(pools) != 1:
+        return []
+    pool = pools.pop()
+    taken = node.pins() | held | CPUSet.union_of(
+        view[c.cid].cpus for c in node.running() if c.kind == INTEGER and c.cid in view)
+    if node.strict_reservation:
+        taken |= node.reserved
+    found = []
+    for pod in node.pods.values():
+        for c in pod.containers.values():
+            missing = (c.actual & node.online) - pool - taken
+            if c.state in (FAILED, EXPIRED) and missing:
+                why = "whose start failed" if c.state == FAILED else "never started"
+                found.append(f"{_name(c)}, {why}, was given CPU(s) {missing}: the kernel's "
+                             f"shared pool {pool} still lacks them")
     return found
 
 

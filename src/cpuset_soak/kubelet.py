@@ -39,9 +39,10 @@ class LabKubelet:
             cgroup_parent=cgroup_parent(pod.qos, pod.uid)), runtime_handler=pod.handler)
 
     def create(self, pod_id: str, name: str, resources: Resources,
-               command: list[str] | None = None) -> str:
+               command: list[str] | None = None, *, attempt: int = 0) -> str:
         cid = self.client.create_container(pod_id, None, name, self.image,
-                                           resources=resources, command=command)
+                                           resources=resources, command=command,
+                                           attempt=attempt)
         self.cids.add(cid)
         return cid
 
@@ -59,6 +60,9 @@ class LabKubelet:
 
     def stop(self, container_id: str) -> None:
         self.client.stop(container_id)
+
+    def remove(self, container_id: str) -> None:
+        self.client.remove(container_id)
 
     def delete_pod(self, pod_id: str) -> None:
         self.client.stop_pod(pod_id)

@@ -5,7 +5,10 @@ the lab's containerd with NRI and ``nri-cpuset run``, checking invariants read f
 Operations (weighted like a busy node, bounded by its capacity): shared, BestEffort, integer
 and pinned pods (valid, overlapping, over integer containers, invalid, offline CPUs), pods with
 init containers and sidecars, deletion, stop without remove, in-place resize, CRI
-``--cpuset-cpus`` on shared containers, out-of-band cgroup writes. Faults: the plugin killed -9
+``--cpuset-cpus`` on shared containers, out-of-band cgroup writes, and containers that never
+run: pods whose start fails (retried beside their last dead instance after a back-off, as the
+kubelet does) and containers created and never started (started within the plugin's start
+grace, after it, or their pod deleted). Faults: the plugin killed -9
 (also mid-burst), SIGSTOPped past the NRI request timeout, containerd restarted, runc refusing
 updates, a reload narrowing who may pin, a reader hammering the status socket, and with
 ``--hotplug`` (root on cgroup v2: a VM lab guest) CPUs taken offline and back.
@@ -145,15 +148,17 @@ def _soak(args: argparse.Namespace, plan: Plan, installation: Installation, onli
           offlinable: CPUSet) -> int:
     """One run in a fresh directory: the walk, its summary and closing line."""
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
-    model = Model(Node(online=online, reserved=args.reserved))
+    pace = Pace(args.time_scale)
+    model = Model(Node(online=online, reserved=args.reserved, grace=pace.grace()))
     node = LabNode(workdir, installation, reserved=args.reserved,
                    strict_reservation=model.node.strict_reservation,
-                   verify_period=args.verify_period, pace=Pace(args.time_scale))
+                   verify_period=args.verify_period, pace=pace)
     print(f"soak: seed {plan.seed}, containerd {installation.version()} ({plan.runtime}), "
           f"online {online}, "
           f"{'replaying ' + str(args.replay) if plan.replayed else f'{args.minutes} min'}"
           f", reserved {args.reserved.format() or 'none'}, verify_period "
-          f"{args.verify_period} s, hotplug {offlinable.format() or 'off'}, history "
+          f"{args.verify_period} s, start_grace {pace.start_grace} s, hotplug "
+          f"{offlinable.format() or 'off'}, history "
           f"{workdir}/history.jsonl",
           flush=True)
     started = time.monotonic()

@@ -5,15 +5,24 @@ The rules are the plugin's documented ones (README, docs/operations.md), written
 integer containers get N exclusive CPUs out of ``online − reserved − pins``; pinned pods get
 exactly their annotation (its online part, while a CPU is offline); shared containers run on
 ``online − pins − exclusive`` (minus ``reserved`` with a strict reservation), which must not be
-empty while one runs. CPUs given
-up since the node last settled may still be draining (the plugin keeps them from exclusive
-owners until its verifier sees them left), so a creation that fits only by counting them may
-be refused or admitted.
+empty while one runs. A CPU a running container gave up may still be draining: the plugin
+keeps it from exclusive owners until its verifier sees the container left it, and says so in
+its state document (``inspect``'s ``draining``). CPUs given up since the node last settled,
+and those the document listed as draining when it did, are such; a creation that fits only by
+counting them may be refused or admitted.
+
+A container placed and never run holds nothing once the plugin knows it will not run
+(``cpuset_core.starts``): one whose start failed at once (the plugin asks the runtime before it
+refuses anything for want of room), one created and not started within the plugin's
+``runtime.start_grace`` (:class:`Grace`) from then on; until then a created container holds
+what it was given (``lifetimes`` judges the time).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -23,6 +32,15 @@ SHARED: Final = "shared"
 BEST_EFFORT: Final = "besteffort"
 INTEGER: Final = "integer"
 PINNED: Final = "pinned"
+
+RUNNING: Final = "running"
+CREATED: Final = "created"
+"""Created and not started yet: it holds what it was given within the start grace."""
+FAILED: Final = "failed"
+"""Its start failed (the runtime could not create its task): it holds nothing."""
+EXPIRED: Final = "expired"
+"""Created and not started within the grace (or its late start refused): it holds nothing."""
+HOLDING: Final = (RUNNING, CREATED)
 
 INVALID_ANNOTATION: Final = "invalid-annotation"
 NAMESPACE: Final = "pin-namespace-not-allowed"
@@ -41,8 +59,9 @@ class Container:
     cpus: int = 0
     """Exclusive CPUs asked (integer containers)."""
     cid: str = ""
-    state: str = "running"
-    """``running``, ``stopped`` (stopped, not removed) or ``exited`` (an init container)."""
+    state: str = RUNNING
+    """``running``, ``stopped`` (stopped, not removed), ``exited`` (an init container),
+    ``removed``, or one that never ran: ``created``, ``failed``, ``expired``."""
     unmanaged: bool = False
     """Created while the plugin was away: corrected by the next Synchronize, not before."""
     tampered: bool = False
@@ -53,7 +72,10 @@ class Container:
     cgroups_path: str = ""
     pid: int = 0
     actual: CPUSet = EMPTY
-    """Its CPUs in the kernel when last read (integer containers: where the plugin put it)."""
+    """Its CPUs in the kernel when last read (integer containers: where the plugin put it);
+    one that never ran: what the plugin's state document said it was given."""
+    created_at: float = 0.0
+    """When its CreateContainer returned (``Node.clock``), for one created and not started."""
 
 
 @dataclass(slots=True)
@@ -85,6 +107,12 @@ class Prediction:
             return self.may_admit
         return not self.must_admit and reason in self.reasons
 
+    def either(self, other: Prediction) -> Prediction:
+        """What is allowed when the node may be as this prediction saw it, or as ``other``."""
+        return Prediction(may_admit=self.may_admit or other.may_admit,
+                          must_admit=self.must_admit and other.must_admit,
+                          reasons=self.reasons | other.reasons)
+
 
 ADMIT: Final = Prediction(may_admit=True, must_admit=True)
 
@@ -97,6 +125,17 @@ def maybe(reason: str) -> Prediction:
     return Prediction(may_admit=True, must_admit=False, reasons=frozenset([reason]))
 
 
+@dataclass(frozen=True, slots=True)
+class Grace:
+    """The plugin's ``runtime.start_grace`` (``seconds``) as the soak may judge it: the plugin
+    counts a container's age from the runtime's creation, up to ``margin`` earlier than the
+    soak's, and its start watch gives the CPUs back within ``slack`` after the grace."""
+
+    seconds: float = 120.0
+    margin: float = 2.0
+    slack: float = 3.0
+
+
 @dataclass(slots=True)
 class Node:
     online: CPUSet
@@ -104,24 +143,37 @@ class Node:
     strict_reservation: bool = False
     namespaces: tuple[str, ...] = ("*",)
     pods: dict[str, Pod] = field(default_factory=dict)
+    grace: Grace = Grace()
+    clock: Callable[[], float] = time.monotonic
     uncertain: int = 0
-    """CPUs given up since the node last settled (they may still be draining)."""
+    """CPUs that may still be draining: given up since the node last settled, or listed as
+    draining by the plugin's state document when it did."""
 
     # -- what runs --------------------------------------------------------------------------
 
     def running(self) -> list[Container]:
         return [c for p in self.pods.values() for c in p.containers.values()
-                if c.state == "running"]
+                if c.state == RUNNING]
+
+    def holding(self) -> list[Container]:
+        """The containers that hold what they were given: running, or created and waiting
+        for their start."""
+        return [c for p in self.pods.values() for c in p.containers.values()
+                if c.state in HOLDING]
+
+    def created(self) -> list[Container]:
+        return [c for c in self.holding() if c.state == CREATED]
 
     def of_kind(self, *kinds: str) -> list[Container]:
-        return [c for c in self.running() if c.kind in kinds]
+        """The holding containers of ``kinds``."""
+        return [c for c in self.holding() if c.kind in kinds]
 
     def pins(self) -> CPUSet:
-        """The online CPUs pinned by pods with a running container (a pin keeps its online
+        """The online CPUs pinned by pods with a holding container (a pin keeps its online
         part while a CPU is offline, and takes the CPU back when it returns)."""
         return CPUSet.union_of(p.pin & self.online for p in self.pods.values()
                                if p.pin is not None
-                               and any(c.state == "running" for c in p.containers.values()))
+                               and any(c.state in HOLDING for c in p.containers.values()))
 
     def exclusive_count(self) -> int:
         return sum(c.cpus for c in self.of_kind(INTEGER))
@@ -135,7 +187,8 @@ class Node:
     def free_count(self, pins: CPUSet, exclusive: int) -> int:
         return len(self.online - pins - self.reserved) - exclusive
 
-    def shared_running(self) -> int:
+    def shared_count(self) -> int:
+        """Shared containers the pool must keep a CPU for (running, or created)."""
         return len(self.of_kind(SHARED, BEST_EFFORT))
 
     def allowed(self, namespace: str) -> bool:
@@ -171,7 +224,7 @@ class Node:
         # without one) refuses nothing more.
         if grow > free:
             return refuse(INSUFFICIENT)
-        if pool_after < 1 <= self.pool_count(pins, exclusive) and self.shared_running():
+        if pool_after < 1 <= self.pool_count(pins, exclusive) and self.shared_count():
             return refuse(POOL_EMPTY)
         return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
 
@@ -188,7 +241,7 @@ class Node:
             return refuse(REASSIGNMENT)
         if (self.pool_count(pins, staying + moving) < 1
                 <= self.pool_count(self.pins(), self.exclusive_count())
-                and self.shared_running()):
+                and self.shared_count()):
             return refuse(POOL_EMPTY)
         if moving and self.free_count(pins, staying) - self.uncertain < moving:
             return maybe(REASSIGNMENT)
@@ -197,49 +250,24 @@ class Node:
     # -- what happened -----------------------------------------------------------------------
 
     def release(self, container: Container, state: str) -> None:
-        """``container`` stopped, exited or went away: what it held may drain."""
-        if container.state == "running":
+        """``container`` stopped, exited or went away: what it held may drain (what one that
+        never ran held goes back at once)."""
+        if container.state == RUNNING:
             pod = self.pods[container.pod]
             self.uncertain += container.cpus
-            alone = all(c is container or c.state != "running"
+            alone = all(c is container or c.state != RUNNING
                         for c in pod.containers.values())
             if pod.pin is not None and alone:
                 self.uncertain += len(pod.pin)
         container.state = state
 
-    def settled(self) -> None:
-        self.uncertain = 0
+    def settled(self, draining: CPUSet = EMPTY) -> None:
+        """The node settled; ``draining``: what the plugin's state document lists as draining
+        now (kept from exclusive owners until its verifier's next pass shows it left, which
+        the node's settling does not wait for)."""
+        self.uncertain = len(draining - self.pins() - self.reserved)
         for container in self.running():
             container.unmanaged = container.tampered = False
-
-    def resynchronized(self) -> None:
-        """A Synchronize (the plugin or the runtime restarted) decides everything again:
-        a running pin from a namespace no longer allowed goes to the shared pool
-        (docs/operations.md, config reload), one allowed again is pinned again; integer
-        containers keep their CPUs in the order of their ids while a shared pool is left,
-        and the rest run shared (``cpuset_core.sync``: shared containers created while the
-        plugin was away must not run on exclusive CPUs)."""
-        for pod in self.pods.values():
-            if pod.annotation is None:
-                continue
-            pin, reasons = self.pin_refusals(pod)
-            # A running pin with an offline CPU keeps its online part (none: it runs shared;
-            # the walk never takes a pin's last online CPU).
-            reasons.discard(UNAVAILABLE)
-            pod.pin = None if reasons or pin is None or not pin & self.online else pin
-            kind = SHARED if pod.pin is None else PINNED
-            for container in pod.containers.values():
-                container.kind = kind
-        integers = sorted((c for c in self.running() if c.cpus and c.kind != PINNED),
-                          key=lambda c: c.cid)
-        shared = self.shared_running() - sum(c.kind != INTEGER for c in integers)
-        for container in integers:
-            container.kind = SHARED  # decided below, in the rebuild's order
-        pins, kept = self.pins(), 0
-        for container in integers:
-            if not shared or self.pool_count(pins, kept + container.cpus) >= 1:
-                container.kind = INTEGER
-                kept += container.cpus
 
     # -- CPU hotplug --------------------------------------------------------------------------
 
@@ -255,7 +283,7 @@ class Node:
             return False
         for pod in self.pods.values():
             if (pod.pin is not None and not pod.pin & after.online
-                    and any(c.state == "running" for c in pod.containers.values())):
+                    and any(c.state in HOLDING for c in pod.containers.values())):
                 return False
         pins, exclusive = after.pins(), after.exclusive_count()
         return after.free_count(pins, exclusive) >= 0 and after.pool_count(pins, exclusive) >= 1

@@ -1,6 +1,7 @@
 """Judging what the runtime answered to a creation or an update the plugin decides: a refusal
 must carry the plugin's typed error, be one the model allows, and leave no container behind; a
-container created must not be one the plugin refused."""
+container created must not be one the plugin refused; a start that fails because the command
+does not exist must fail with the runtime's own error, never the plugin's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ PHRASES: Final = {
     "insufficient-cpus-for-reassignment": "; moving them needs ",
     "shared-pool-exhausted": "shared CPU pool would be empty",
     "shared-pool-below-minimum": "below the configured minimum",
+    "started-too-late": " start refused: created ",
 }
 """Each typed refusal's wording in the runtime's error text (``cpuset_core.errors``)."""
 
@@ -29,11 +31,19 @@ def reason_of(details: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+TOO_LATE: Final = "started-too-late"
+MISSING_COMMAND: Final = "/nonexistent"
+"""The command of a container whose start must fail: the runtime's error names it."""
+TASK_FAILED: Final = "failed to create containerd task"
+"""How containerd (1.7 and 2.x) words a start whose task it could not create."""
+
+
 def refused(pod: Pod, name: str, subject: str, prediction: Prediction, *,
             details: str, managed: bool, kubelet: Kubelet, plugin: Plugin,
-            record: Recorder) -> None:
+            record: Recorder, kept: frozenset[str] = frozenset()) -> None:
     """The runtime refused ``subject`` (``pod``'s container ``name``; "" for an update) with
-    ``details``; ``managed``: the plugin answered when it was asked."""
+    ``details``; ``managed``: the plugin answered when it was asked; ``kept``: dead instances
+    of ``name`` that are not the one refused."""
     reason = reason_of(details)
     allowed = ("must admit" if prediction.must_admit
                else f"{'may admit or ' if prediction.may_admit else 'must '}refuse "
@@ -51,7 +61,8 @@ def refused(pod: Pod, name: str, subject: str, prediction: Prediction, *,
                         else f"one of {sorted(prediction.reasons)}")
             record.violation(f"{subject} refused with {reason}, the model expects {expected}: "
                              f"{details}")
-    left = [c for c in kubelet.list_containers(pod.pod_id) if c.name == name]
+    left = [c for c in kubelet.list_containers(pod.pod_id) if c.name == name
+            and c.id not in kept]
     if left and reason is not None:
         record.violation(f"{subject} was refused ({reason}) but exists: {left}")
 
@@ -62,3 +73,24 @@ def refused_yet_exists(subject: str, cid: str, *, plugin: Plugin, record: Record
     if plugin.refused(cid):
         record.violation(f"{subject} exists as {cid[:12]}, but the plugin refused it (a "
                          f"'reject' for {cid[:12]} in its log)")
+
+
+def failed_as_the_runtime_says(subject: str, details: str | None, *, record: Recorder) -> bool:
+    """The start of ``subject``, whose command does not exist, failed with ``details`` (None:
+    it did not fail): it must fail, with the runtime's own error naming the command — never
+    with a refusal of the plugin (a capacity refusal there is what a CPU held by a dead
+    instance looks like to the user). Whether it did."""
+    if details is None:
+        record.violation(f"{subject} started, but its command {MISSING_COMMAND} does not exist")
+        return False
+    if "nri-cpuset" in details:
+        record.violation(f"{subject} failed to start with the plugin's refusal "
+                         f"({reason_of(details) or 'untyped'}), not the runtime's own error: "
+                         f"{details}")
+        return False
+    if TASK_FAILED not in details or MISSING_COMMAND not in details:
+        record.violation(f"{subject} failed to start without the runtime's own error "
+                         f"('{TASK_FAILED}: ... {MISSING_COMMAND} ...'): {details}")
+        return False
+    record.outcome(f"{subject} failed to start, as the runtime says: {details[-120:]}")
+    return True

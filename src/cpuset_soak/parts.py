@@ -7,10 +7,11 @@ uses; ``dispatch`` hands each kind exactly those.
 - ``Model``: who should own what (``model.Node``), under the lock a burst's workers share;
 - ``Recorder``: outcomes for a violation's report, violations, the closing line's counts;
 - ``Checks``: the kernel read between operations;
-- ``Plugin`` / ``PluginControls``: the plugin as operations see it, and as faults handle it;
+- ``Plugin`` / ``PluginView`` / ``PluginControls``: the plugin as operations see it (with its
+  state document), and as faults handle it;
 - ``Runtime``: containerd and runc as faults handle them;
 - ``Background``: work beside the next operations (the status hammer);
-- ``Pace``: how long waits are (an emulated guest's are longer).
+- ``Pace``: how long waits are (an emulated guest's are longer), the plugin's start grace.
 """
 
 from __future__ import annotations
@@ -23,10 +24,19 @@ from typing import Any, Final, Protocol
 
 from cpuset_adapters.cri.results import ContainerInfo, Resources
 
-from .model import Node, Pod
+from .model import Grace, Node, Pod
 
 REQUEST_TIMEOUT: Final = 2.0
 """The runtime's NRI request timeout the lab configures (seconds, times the pace's scale)."""
+START_GRACE: Final = 10.0
+"""The plugin's ``runtime.start_grace`` in the soak (seconds, times the pace's scale): short,
+so that walks cross it."""
+GRACE_MARGIN: Final = 2.0
+"""Seconds (times the scale) before a grace's end when the plugin may count it ended: its
+clock starts when containerd created the container, the soak's once CreateContainer returned."""
+GRACE_SLACK: Final = 3.0
+"""Seconds (times the scale) after a grace's end by which the plugin's start watch (a look
+every 0.5 s) has given the CPUs back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,16 @@ class Pace:
         """The runtime's NRI request timeout, as the lab configures it."""
         return REQUEST_TIMEOUT * self.scale
 
+    @property
+    def start_grace(self) -> int:
+        """The plugin's ``runtime.start_grace`` (whole seconds, as its configuration takes)."""
+        return max(1, round(START_GRACE * self.scale))
+
+    def grace(self) -> Grace:
+        """The start grace as the model judges it."""
+        return Grace(seconds=self.start_grace, margin=self.seconds(GRACE_MARGIN),
+                     slack=self.seconds(GRACE_SLACK))
+
 
 @dataclass(frozen=True, slots=True)
 class Started:
@@ -71,11 +91,14 @@ class Kubelet(Protocol):
         ...
 
     def create(self, pod_id: str, name: str, resources: Resources,
-               command: list[str] | None = None) -> str:
-        """CreateContainer in ``pod_id``; its id. A refusal raises ``CriError``."""
+               command: list[str] | None = None, *, attempt: int = 0) -> str:
+        """CreateContainer in ``pod_id`` (``attempt``: the kubelet's restart count of
+        ``name``); its id. A refusal raises ``CriError``."""
         ...
 
-    def start(self, container_id: str) -> Started: ...
+    def start(self, container_id: str) -> Started:
+        """StartContainer; a start that fails raises ``CriError``."""
+        ...
 
     def state(self, container_id: str) -> str:
         """``CONTAINER_RUNNING``, ``CONTAINER_EXITED``, ..."""
@@ -85,6 +108,10 @@ class Kubelet(Protocol):
                         state: str | None = None) -> list[ContainerInfo]: ...
 
     def stop(self, container_id: str) -> None: ...
+
+    def remove(self, container_id: str) -> None:
+        """RemoveContainer (the kubelet's garbage collection of a dead instance)."""
+        ...
 
     def delete_pod(self, pod_id: str) -> None:
         """StopPodSandbox, then RemovePodSandbox."""
@@ -150,7 +177,11 @@ class Plugin(Protocol):
         ...
 
 
-class PluginControls(Plugin, StatusDocument, Protocol):
+class PluginView(Plugin, StatusDocument, Protocol):
+    """The plugin as operations that read its state document see it."""
+
+
+class PluginControls(PluginView, Protocol):
     """The plugin as faults handle it."""
 
     @property

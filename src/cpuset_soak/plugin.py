@@ -43,8 +43,9 @@ class Rejections:
 
 class LabPlugin:
     """``nri-cpuset run`` on ``nri_socket``, its files in ``workdir``: the configuration
-    (``reserved``, ``strict_reservation`` and ``verify_period`` fixed, ``pinning.namespaces``
-    rewritten by reloads), ``plugin.log`` and ``status/status.sock``."""
+    (``reserved``, ``strict_reservation``, ``verify_period`` and the pace's ``start_grace``
+    fixed, ``pinning.namespaces`` rewritten by reloads), ``plugin.log`` and
+    ``status/status.sock``."""
 
     def __init__(self, workdir: Path, nri_socket: Path, *, cri_socket: Path,
                  reserved: CPUSet, strict_reservation: bool, verify_period: int,
@@ -76,7 +77,8 @@ class LabPlugin:
             f"[pinning]\nnamespaces = [{listed}]\n\n[cpus]\n"
             f"reserved = {json.dumps(self.reserved.format())}\n"
             f"strict_reservation = {str(self.strict_reservation).lower()}\n\n"
-            f"[runtime]\nverify_period = {self.verify_period}\n\n"
+            f"[runtime]\nverify_period = {self.verify_period}\n"
+            f"start_grace = {self.pace.start_grace}\n\n"
             "[observability]\nlisten = \"\"\nlog_level = \"info\"\n")
 
     def restart(self) -> None:

@@ -5,18 +5,33 @@ answered."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Final
 
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.results import Resources
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_lab.resources import container_resources, guaranteed
 
 from .history import Op
-from .model import ADMIT, BEST_EFFORT, INTEGER, PINNED, SHARED, Container, Node, Pod, Prediction
+from .lifetimes import given, judged
+from .model import (
+    ADMIT,
+    BEST_EFFORT,
+    CREATED,
+    HOLDING,
+    INTEGER,
+    PINNED,
+    RUNNING,
+    SHARED,
+    Container,
+    Node,
+    Pod,
+    Prediction,
+)
 from .outcomes import refused, refused_yet_exists
-from .parts import Checks, Kubelet, Model, Pace, Plugin, Recorder, Runtime
+from .parts import Checks, Kubelet, Model, Pace, Plugin, PluginView, Recorder, Runtime
 
 QOS: Final = {INTEGER: "Guaranteed", SHARED: "Burstable", BEST_EFFORT: "BestEffort",
               PINNED: "Burstable"}
@@ -57,7 +72,7 @@ def create(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder, checks: 
 
 def predict(node: Node, pod: Pod, kind: str, cpus: int) -> Prediction:
     if kind == PINNED:
-        held = pod.pin is not None and any(c.state == "running"
+        held = pod.pin is not None and any(c.state in HOLDING
                                            for c in pod.containers.values())
         return ADMIT if held else node.predict_pinned(pod)
     if kind == INTEGER:
@@ -69,20 +84,43 @@ def start_container(pod: Pod, name: str, kind: str, *, cpus: int,
                     command: list[str] | None = None, kubelet: Kubelet, model: Model,
                     record: Recorder, checks: Checks, plugin: Plugin) -> Container | None:
     """Create and start one container; its outcome judged; the model updated."""
+    container = create_container(pod, name, kind, cpus=cpus, command=command,
+                                 kubelet=kubelet, model=model, record=record, checks=checks,
+                                 plugin=plugin)
+    if container is None:
+        return None
+    started = kubelet.start(container.cid)
+    with model.lock:
+        container.state = RUNNING
+        container.pid, container.cgroups_path = started.pid, started.cgroups_path
+    checks.check_always()
+    return container
+
+
+def create_container(pod: Pod, name: str, kind: str, *, cpus: int,
+                     command: list[str] | None = None, attempt: int = 0, kubelet: Kubelet,
+                     model: Model, record: Recorder, checks: Checks, plugin: Plugin,
+                     kept: frozenset[str] = frozenset()) -> Container | None:
+    """Create one container (not started: ``created`` in the model, holding what it was
+    given), its creation judged against the model; None when it was refused. ``kept``: the
+    pod's dead instances of the same name (beside which a kubelet creates the next attempt)."""
     checks.refresh_integers()
-    prediction = predict(model.node, pod, kind, cpus if kind == INTEGER else 0)
+    with model.lock:
+        prediction = judged(model.node, lambda: predict(model.node, pod, kind,
+                                                        cpus if kind == INTEGER else 0))
     managed = plugin.up
-    subject = f"{pod.name}/{name} ({kind}{f' x{cpus}' if kind == INTEGER else ''})"
+    subject = (f"{pod.name}/{name}{f' attempt {attempt}' if attempt else ''} "
+               f"({kind}{f' x{cpus}' if kind == INTEGER else ''})")
     try:
-        cid = kubelet.create(pod.pod_id, name, resources(kind, cpus), command)
+        cid = kubelet.create(pod.pod_id, name, resources(kind, cpus), command, attempt=attempt)
     except CriError as err:
         refused(pod, name, subject, prediction, details=err.details, managed=managed,
-                kubelet=kubelet, plugin=plugin, record=record)
+                kubelet=kubelet, plugin=plugin, record=record, kept=kept)
         return None
-    started = kubelet.start(cid)
-    container = Container(pod=pod.name, name=name, kind=kind,
-                          cpus=cpus if kind == INTEGER else 0, cid=cid, pid=started.pid,
-                          cgroups_path=started.cgroups_path, unmanaged=not managed)
+    with model.lock:
+        container = Container(pod=pod.name, name=name, kind=kind,
+                              cpus=cpus if kind == INTEGER else 0, cid=cid, state=CREATED,
+                              unmanaged=not managed, created_at=model.node.clock())
     record.outcome(f"admitted {subject} as {cid[:12]}")
     if managed:
         refused_yet_exists(subject, cid, plugin=plugin, record=record)
@@ -94,8 +132,16 @@ def start_container(pod: Pod, name: str, kind: str, *, cpus: int,
     if managed and not prediction.may_admit:
         record.violation(f"{subject} was admitted, but it does not fit: the model allows "
                          f"only refusals ({', '.join(sorted(prediction.reasons))})")
-    checks.check_always()
     return container
+
+
+def note_given(container: Container, plugin: PluginView) -> None:
+    """Remember what the plugin's state document says ``container`` was given (it has no
+    cgroup to read before it starts); nothing when the plugin does not answer."""
+    if not plugin.up:
+        return
+    with contextlib.suppress(OSError):
+        container.actual = given(plugin.state(), container.cid) or EMPTY
 
 
 def wait_exited(container: Container, *, kubelet: Kubelet, model: Model, record: Recorder,
@@ -128,7 +174,7 @@ def target(op: Op, node: Node) -> Container | None:
     """The running container ``op`` names (``pod``, ``container``), if there is one."""
     pod = node.pods.get(op["pod"])
     container = pod.containers.get(op["container"]) if pod is not None else None
-    return container if container is not None and container.state == "running" else None
+    return container if container is not None and container.state == RUNNING else None
 
 
 def stop(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder) -> None:

@@ -10,6 +10,7 @@ from typing import Final
 
 from cpuset_core.cpuset import CPUSet
 
+from .lifetimes import judged
 from .model import (
     INTEGER,
     INVALID_ANNOTATION,
@@ -41,8 +42,9 @@ def class_change(pod: Pod, container: Container, *, model: Model,
         container.kind = CHANGING_CLASS  # neither shared nor exclusive while it is judged
         try:
             if pod.annotation is not None:
-                return PINNED, model.node.predict_pinned(pod)
-            return INTEGER, model.node.predict_integer(container.cpus)
+                return PINNED, judged(model.node, lambda: model.node.predict_pinned(pod))
+            return INTEGER, judged(model.node,
+                                   lambda: model.node.predict_integer(container.cpus))
         finally:
             container.kind = SHARED
 

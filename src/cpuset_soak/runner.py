@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from cpuset_adapters.cri.client import CriError
+from cpuset_core.cpuset import CPUSet
 
-from . import invariants, kernel, report
+from . import invariants, kernel, lifetimes, report
 from .dispatch import DISPATCH, Parts
 from .history import HistoryWriter, Op
 from .hotplug import Offlining
-from .model import INTEGER
+from .model import CREATED, INTEGER
 from .node import LabNode
 from .parts import Model
 from .record import Record
@@ -65,12 +66,19 @@ class Soak:
     # -- the kernel between operations (parts.Checks) -----------------------------------------
 
     def refresh_integers(self) -> None:
+        """Where integer containers run (the kernel), or, created and not started, what they
+        hold (the plugin's state document: they have no cgroup yet)."""
         with self.model.lock:
             integers = self.model.node.of_kind(INTEGER)
         view = kernel.read(integers)
         for container in integers:
             if container.cid in view:
                 container.actual = view[container.cid].cpus
+        waiting = [c for c in integers if c.cid not in view and c.state == CREATED]
+        if waiting and self.node.plugin.up:
+            state = self.node.plugin.state()
+            for container in waiting:
+                container.actual = lifetimes.given(state, container.cid) or container.actual
 
     def check_always(self) -> None:
         with self.model.lock:
@@ -112,7 +120,9 @@ class Soak:
 
     def settle(self, extra: float = 0.0) -> None:
         """Wait until the eventual invariants hold, at most the verifier's period twice plus
-        a margin after the burst's end; the always-invariants are checked at every view."""
+        a margin after the burst's end — and after the end of a created container's grace,
+        when it is near (``lifetimes.undecided``); the always-invariants are checked at
+        every view."""
         self.beside.join()
         began = time.monotonic()
         limit = (2 * self.node.verify_period + 4) * self.node.pace.scale
@@ -124,31 +134,54 @@ class Soak:
             eventual = self.eventual()
             if not eventual:
                 break
+            with self.model.lock:
+                deadline = max(deadline, lifetimes.decided_by(self.model.node) + limit)
             if time.monotonic() > deadline:
                 self.record.found.extend(eventual)
                 self._stop_if_violated(f"after settling {limit:g} s")
         self.record.tally.settles.append(time.monotonic() - began)
+        draining = self.draining()
         with self.model.lock:
-            self.model.node.settled()
+            self.model.node.settled(draining)
         self.record.tally.memory.append(self.node.plugin.measure())
+
+    def draining(self) -> CPUSet:
+        """What the plugin's state document lists as draining: a running container gave it
+        up, and no exclusive owner gets it until the verifier sees the container left it."""
+        said = self.node.plugin.state().get("draining") or ""
+        return CPUSet.parse(str(said), allow_empty=True)
 
     def eventual(self) -> list[str]:
         model = self.model.node
         with self.model.lock:
-            running = list(model.running())
+            lifetimes.expire(model)
+            undecided = lifetimes.undecided(model)
+            running, waiting = list(model.running()), model.created()
+        if undecided:  # the plugin may hold them or not: wait until it must have decided
+            return [f"{c.pod}/{c.name} ({c.cid[:12]}): created "
+                    f"{lifetimes.age(model, c):.1f} s ago, near its start grace's end"
+                    for c in undecided]
         view = kernel.read(running)
+        state = self.node.plugin.state()
+        listed = self.node.kubelet.list_containers()
         self.record.tally.checks += 1
         with self.model.lock:
-            found = invariants.placements(model, view, kernel.numa_nodes, self.all_mems)
+            for container in waiting:  # a pin arriving may have moved it
+                container.actual = lifetimes.given(state, container.cid) or container.actual
+            held = CPUSet.union_of(c.actual for c in waiting if c.kind == INTEGER)
+            grace = model.grace
+            found = invariants.not_running_holders(state, listed, now=time.time(),
+                                                   grace_ends=grace.seconds + grace.slack)
+            found += invariants.given_back(model, view, held)
+            found += invariants.placements(model, view, kernel.numa_nodes, self.all_mems,
+                                           held)
             found += invariants.kernel_agrees(model, view)
-            found += invariants.state_matches(model, view, self.node.plugin.state())
+            found += invariants.state_matches(model, view, state, waiting)
             known = {c.cid for c in running}
-        for pod in list(model.pods.values()):
-            for listed in self.node.kubelet.list_containers(pod.pod_id,
-                                                            state="CONTAINER_RUNNING"):
-                if listed.id not in known:
-                    found.append(f"{pod.name}/{listed.name} ({listed.id[:12]}) runs, but "
-                                 f"the soak never saw it admitted")
+            ours = {pod.pod_id: pod.name for pod in model.pods.values()}
+        found += [f"{ours[c.pod_id]}/{c.name} ({c.id[:12]}) runs, but the soak never saw it "
+                  f"admitted" for c in listed if c.state == "CONTAINER_RUNNING"
+                  and c.pod_id in ours and c.id not in known]
         return found
 
     def finish(self) -> None:

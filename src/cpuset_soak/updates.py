@@ -11,6 +11,7 @@ from cpuset_lab import faulty_runc
 from cpuset_lab.resources import guaranteed
 
 from .history import Op
+from .lifetimes import judged
 from .model import ADMIT, INTEGER, Container, Pod, Prediction
 from .outcomes import refused
 from .parts import Checks, Kubelet, Model, Plugin, Recorder
@@ -26,7 +27,9 @@ def resize(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder, checks: 
         return
     before, after = container.cpus, int(op["cpus"])
     checks.refresh_integers()
-    prediction = model.node.predict_integer(after - before) if after > before else ADMIT
+    with model.lock:
+        prediction = (judged(model.node, lambda: model.node.predict_integer(after - before))
+                      if after > before else ADMIT)
     subject = f"{op['pod']}/{op['container']} resize {before} -> {after}"
     try:
         kubelet.update_resources(container.cid, guaranteed(after, "64Mi"))

@@ -1,7 +1,10 @@
 """The seeded random walk: which operations and faults come next, weighted like a busy node
-(creations and deletions most, resizes, stops and out-of-band writes less, faults now and
-then), bounded by the node's capacity: what the model says fits is asked most of the time,
-and what does not fit, bad annotations and pins on offline CPUs now and then, on purpose.
+(creations and deletions most, resizes, stops and out-of-band writes less, faults and
+containers that never run — a start that fails, a container never started — now and then),
+bounded by the node's capacity: what the model says fits is asked most of the time, and what
+does not fit, bad annotations and pins on offline CPUs now and then, on purpose. The next
+attempts of failing pods and the fates of created containers are scheduled in steps
+(``retries``).
 With CPU hotplug (``hotplug``: the CPUs it may take offline), a step now and then starts by
 taking one offline, when the model knows the outcome; it comes back one to three steps on."""
 
@@ -14,6 +17,7 @@ from cpuset_core.cpuset import EMPTY, CPUSet
 
 from .history import Op
 from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Node
+from .retries import NeverRun
 
 MAX_PODS: Final = 10
 WEIGHTS: Final = {
@@ -22,6 +26,7 @@ WEIGHTS: Final = {
     "delete": 22, "stop": 5, "resize": 6, "cri-cpuset": 4, "oob-write": 4,
     "burst": 4, "plugin-kill": 2, "plugin-kill-mid-burst": 1.5, "plugin-sigstop": 1.5,
     "containerd-restart": 1, "runc-refuse": 2.5, "narrow-pins": 1, "status-hammer": 2,
+    "create-failing": 2.5, "create-unstarted": 2.5,
 }
 """Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
 BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")
@@ -49,6 +54,7 @@ class Walk:
         self.pods_made = 0
         self.refusing: dict[str, int] = {}
         """pod/container → steps left while its runc refuses updates."""
+        self.never_run = NeverRun()
 
     def step(self) -> list[Op]:
         ops: list[Op] = []
@@ -58,7 +64,8 @@ class Walk:
                 del self.refusing[key]
                 pod, name = key.split("/")
                 ops.append({"kind": "runc-allow", "pod": pod, "container": name})
-        if self.hotplug:
+        ops += self.never_run.due(self.node)
+        if self.hotplug and not self.never_run.waiting:
             ops += self._hotplug()
         for _ in range(self.rng.choice((1, 1, 2, 3, 4))):
             op = self._one()
@@ -83,7 +90,7 @@ class Walk:
     def _fitting_integer(self) -> int:
         """Exclusive CPUs to ask: what fits mostly, one more than fits now and then."""
         free = self.node.free_count(self.node.pins(), self.node.exclusive_count())
-        if self.node.shared_running():
+        if self.node.shared_count():
             free = min(free, self.node.pool_count(self.node.pins(),
                                                   self.node.exclusive_count()) - 1)
         draw = self.rng.random()
@@ -123,12 +130,42 @@ class Walk:
     def _create_integer(self) -> Op | None:
         return self._create(INTEGER, cpus=self._fitting_integer())
 
-    def _create_pinned(self) -> Op | None:
+    def _pin(self) -> CPUSet:
         online = sorted(self.machine)  # an offline CPU now and then, with hotplug
         first = self.rng.choice(online)
         last = self.rng.choice([c for c in online if c >= first])
-        pin = CPUSet.range(first, last) if self.rng.random() < 0.8 else CPUSet([first])
-        return self._create(PINNED, pins=pin.format(), namespace=self.rng.choice(NAMESPACES))
+        return CPUSet.range(first, last) if self.rng.random() < 0.8 else CPUSet([first])
+
+    def _create_pinned(self) -> Op | None:
+        return self._create(PINNED, pins=self._pin().format(),
+                            namespace=self.rng.choice(NAMESPACES))
+
+    def _never_running(self, kind_of_op: str) -> Op | None:
+        """A pod whose one container will not run: Guaranteed mostly, pinned or shared, asking
+        what mostly fits (a pin on one online CPU, from the namespace every allowlist keeps:
+        what it is there for is what follows its admission)."""
+        kind = self.rng.choice((INTEGER, INTEGER, PINNED, SHARED))
+        pod = self._pod_name()
+        if pod is None:
+            return None
+        op: Op = {"kind": kind_of_op, "pod": pod, "type": kind, "namespace": "default"}
+        if kind == INTEGER:
+            op["cpus"] = self._fitting_integer()
+        elif kind == PINNED:
+            op.update(pins=str(self.rng.choice(sorted(self.node.online))), namespace="storage")
+        return op
+
+    def _create_failing(self) -> Op | None:
+        op = self._never_running("create-failing")
+        if op is not None:
+            self.never_run.failed(op)
+        return op
+
+    def _create_unstarted(self) -> Op | None:
+        op = self._never_running("create-unstarted")
+        if op is not None:
+            self.never_run.created(op, self.rng)
+        return op
 
     def _create_bad_pin(self) -> Op | None:
         return self._create(PINNED, pins=self.rng.choice(BAD_PINS),
@@ -186,7 +223,7 @@ class Walk:
         op: Op = {"kind": "burst", "pods": pods, "kill_at": -1}
         # A pin mid-burst, when its outcome does not depend on the burst's order: shared
         # containers already run and no integer container would have to move.
-        if (pods and self.node.shared_running() and not self.node.of_kind(INTEGER)
+        if (pods and self.node.shared_count() and not self.node.of_kind(INTEGER)
                 and self.rng.random() < 0.5):
             op.update(pin=str(self.node.online.last()), pin_at=self.rng.randrange(len(pods)))
         return op
@@ -195,18 +232,26 @@ class Walk:
         names = [self._pod_name() for _ in range(self.rng.randint(3, 6))]
         return [n for n in names if n is not None]
 
+    # A created container waiting for its fate sees no restart of the plugin or the runtime,
+    # nor a stop: a restarted plugin forgets which containers it gave up (a late start just
+    # after would run), a stopped one gives nothing back while it is stopped.
+
     def _plugin_kill(self) -> Op | None:
-        return {"kind": "plugin-kill"}
+        return None if self.never_run.waiting else {"kind": "plugin-kill"}
 
     def _plugin_kill_mid_burst(self) -> Op | None:
+        if self.never_run.waiting:
+            return None
         pods = self._burst_pods()
         return {"kind": "burst", "pods": pods, "kill_at": self.rng.randint(0, len(pods))}
 
     def _plugin_sigstop(self) -> Op | None:
+        if self.never_run.waiting:
+            return None
         return {"kind": "plugin-sigstop", "pod": self._pod_name()}
 
     def _containerd_restart(self) -> Op | None:
-        return {"kind": "containerd-restart"}
+        return None if self.never_run.waiting else {"kind": "containerd-restart"}
 
     def _runc_refuse(self) -> list[Op] | None:
         """runc refuses a container's updates for a few steps; an integer container's is

@@ -38,35 +38,55 @@ class FakeRuntime:
         self.refusing.discard(container_id)
 
 
+MISSING = ("failed to create containerd task: failed to create shim task: OCI runtime create "
+           "failed: runc create failed: unable to start container process: exec: "
+           "\"/nonexistent\": stat /nonexistent: no such file or directory: unknown")
+"""containerd's error for a start whose command does not exist."""
+
+
 class FakeKubelet:
     """CRI on a runtime that creates what it is asked, but the containers named in ``refuse``
     (``pod/name`` → the runtime's error text), and whose runc refuses the updates
-    ``runtime`` says. Every call is in ``calls``."""
+    ``runtime`` says. A container whose command is ``/nonexistent`` fails to start (exited,
+    as containerd leaves it); one whose id is in ``refuse_start`` fails to start with that
+    text. Every call is in ``calls``."""
 
     def __init__(self, runtime: FakeRuntime) -> None:
         self.runtime = runtime
         self.refuse: dict[str, str] = {}
+        self.refuse_start: dict[str, str] = {}
         self.calls: list[tuple[str, ...]] = []
         self.containers: dict[str, ContainerInfo] = {}
+        self.missing: set[str] = set()
+        self.now = 1_000_000_000_000  # the runtime's clock, ns
 
     def run_pod(self, pod: Pod) -> None:
         pod.uid, pod.pod_id = f"uid-{pod.name}", f"sandbox-{pod.name}"
         self.calls.append(("run_pod", pod.name))
 
     def create(self, pod_id: str, name: str, resources: Resources,
-               command: list[str] | None = None) -> str:
+               command: list[str] | None = None, *, attempt: int = 0) -> str:
         pod = pod_id.removeprefix("sandbox-")
-        self.calls.append(("create", f"{pod}/{name}"))
+        self.calls.append(("create", f"{pod}/{name}" + (f"#{attempt}" if attempt else "")))
         if f"{pod}/{name}" in self.refuse:
             raise CriError("CreateContainer", StatusCode.UNKNOWN, self.refuse[f"{pod}/{name}"])
-        cid = f"{pod}-{name}"
+        cid = f"{pod}-{name}" + (f"-{attempt}" if attempt else "")
+        self.now += 1
         self.containers[cid] = ContainerInfo(id=cid, pod_id=pod_id, name=name,
                                              state="CONTAINER_CREATED", annotations={},
-                                             labels={})
+                                             labels={}, created_at=self.now)
+        if command == ["/nonexistent"]:
+            self.missing.add(cid)
         return cid
 
     def start(self, container_id: str) -> Started:
         self.calls.append(("start", container_id))
+        if container_id in self.refuse_start:
+            raise CriError("StartContainer", StatusCode.UNKNOWN,
+                           self.refuse_start[container_id])
+        if container_id in self.missing:
+            self._state(container_id, "CONTAINER_EXITED")
+            raise CriError("StartContainer", StatusCode.UNKNOWN, MISSING)
         self._state(container_id, "CONTAINER_RUNNING")
         return Started(pid=0, cgroups_path="")  # no cgroup: the kernel is never read
 
@@ -81,6 +101,10 @@ class FakeKubelet:
     def stop(self, container_id: str) -> None:
         self.calls.append(("stop", container_id))
         self._state(container_id, "CONTAINER_EXITED")
+
+    def remove(self, container_id: str) -> None:
+        self.calls.append(("remove", container_id))
+        del self.containers[container_id]
 
     def delete_pod(self, pod_id: str) -> None:
         self.calls.append(("delete_pod", pod_id.removeprefix("sandbox-")))
@@ -100,11 +124,12 @@ class FakeKubelet:
 
 class FakePlugin:
     """A plugin that answers (``up``) until it is killed or paused, and refused the
-    containers in ``rejected``."""
+    containers in ``rejected``; its state document is ``document``."""
 
     def __init__(self) -> None:
         self.up = True
         self.rejected: set[str] = set()
+        self.document: dict[str, Any] = {}
         self.synchronized = 1
         self.namespaces: tuple[str, ...] = ("*",)
         self.applied = 0
@@ -140,7 +165,7 @@ class FakePlugin:
         return self.applied
 
     def state(self) -> dict[str, Any]:
-        return {}
+        return self.document
 
 
 class NoKernel:
@@ -183,3 +208,16 @@ class Fakes:
         return Parts(kubelet=self.kubelet, model=self.model, record=self.record,
                      checks=self.checks, plugin=self.plugin, runtime=self.runtime,
                      pace=Pace(), background=AtOnce(), cpus=Offlining())
+
+
+class FakeClock:
+    """A clock for ``Node.clock`` that moves only when told (``advance``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

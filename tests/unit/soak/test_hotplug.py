@@ -14,6 +14,7 @@ from cpuset_soak.hotplug import HotplugUnavailable, usable_cpus
 from cpuset_soak.invariants import placements
 from cpuset_soak.model import INTEGER, PINNED, SHARED, UNAVAILABLE, Pod
 from cpuset_soak.plugin import Rejections
+from cpuset_soak.resync import resynchronized
 from cpuset_soak.walk import Walk
 from tests.unit.soak.soak_fixtures import FOUR, enforced, node_with, pod, running
 
@@ -44,7 +45,7 @@ def test_a_pin_keeps_its_online_part_and_a_new_pin_on_an_offline_cpu_is_refused(
     prediction = node.predict_pinned(Pod(name="x", namespace="default", qos="Burstable",
                                          annotation="3"))
     assert prediction.reasons == {UNAVAILABLE}
-    node.resynchronized()  # a restarted plugin keeps the running pin's online part
+    resynchronized(node)  # a restarted plugin keeps the running pin's online part
     assert io.pin == CPUSet.parse("2-3")
     assert io.containers["p"].kind == PINNED
     node.came_online(3)

@@ -21,6 +21,7 @@ from cpuset_soak.model import (
 from cpuset_soak.outcomes import reason_of
 from cpuset_soak.parts import Model
 from cpuset_soak.reclass import CHANGING_CLASS, class_change
+from cpuset_soak.resync import resynchronized
 from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running
 
 
@@ -60,6 +61,27 @@ def test_cpus_given_up_since_the_last_settle_may_be_refused_while_they_drain() -
     assert node.predict_integer(2).must_admit
 
 
+def test_cpus_the_plugin_still_lists_as_draining_after_a_settle_may_be_refused() -> None:
+    # The plants' failed-shrink.jsonl, step 4: runc took big/app's shrink again and the step
+    # settled, but the plugin keeps CPU 1 draining until its verifier's next pass.
+    big = running(INTEGER, "a", 1, "0")
+    node = node_with(TWO, pod("big", big))
+    node.settled(draining=CPUSet([1]))
+    assert node.uncertain == 1
+    prediction = node.predict_integer(1)
+    assert prediction.allows(None)
+    assert prediction.allows(INSUFFICIENT)
+    node.settled(draining=CPUSet())
+    assert node.predict_integer(1).must_admit
+
+
+def test_a_draining_cpu_that_is_pinned_or_reserved_is_not_free_anyway() -> None:
+    node = node_with(FOUR, pod("io", running(PINNED, "p"), pin="3"))
+    node.reserved = CPUSet([2])
+    node.settled(draining=CPUSet.parse("1-3"))
+    assert node.uncertain == 1
+
+
 def test_a_pin_over_an_integer_container_needs_room_to_move_it() -> None:
     node = node_with(TWO, pod("db", running(INTEGER, "a", 1, "1")))
     fits = Pod(name="io", namespace="default", qos="Burstable", annotation="1")
@@ -94,11 +116,11 @@ def test_a_narrowed_allowlist_refuses_new_pins_and_a_resynchronize_unpins_runnin
     other = Pod(name="x", namespace="default", qos="Burstable", annotation="0")
     assert node.predict_pinned(other).reasons == {NAMESPACE}
     assert node.pins() == CPUSet([1])  # running pins keep their CPUs until a synchronize
-    node.resynchronized()
+    resynchronized(node)
     assert pinned.pin is None
     assert pinned.containers["a"].kind == SHARED
     node.namespaces = ("*",)
-    node.resynchronized()
+    resynchronized(node)
     assert pinned.pin == CPUSet([1])
     assert pinned.containers["a"].kind == PINNED
 
@@ -115,11 +137,11 @@ def test_a_resynchronize_with_shared_containers_and_no_pool_runs_the_last_intege
     node = node_with(TWO, pod("a", running(INTEGER, "i-a", 1, "0")),
                      pod("b", running(INTEGER, "i-b", 1, "1")),
                      pod("web", running(SHARED, "s")))
-    node.resynchronized()
+    resynchronized(node)
     assert node.pods["a"].containers["i-a"].kind == INTEGER
     assert node.pods["b"].containers["i-b"].kind == SHARED
     node.pods["web"].containers["s"].state = "stopped"
-    node.resynchronized()
+    resynchronized(node)
     assert node.pods["b"].containers["i-b"].kind == INTEGER
 
 

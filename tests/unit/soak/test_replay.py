@@ -1,6 +1,6 @@
-"""``--replay FILE``: a recorded history (the plants' ``failed-shrink.jsonl``) is read as the
-soak reads it, and its operations run, in its steps, through the same dispatch a walk's do
-(here handed fakes: the real runtime is the e2e soak's)."""
+"""``--replay FILE``: a recorded history (the plants' ``failed-shrink.jsonl``,
+``failed-starts.jsonl``) is read as the soak reads it, and its operations run, in its steps,
+through the same dispatch a walk's do (here handed fakes: the real runtime is the e2e soak's)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from cpuset_core import CPUSet
 from cpuset_soak import history
 from cpuset_soak.args import parse_args
 from cpuset_soak.dispatch import DISPATCH
+from cpuset_soak.failing import FAILED_AS_SAID
 from cpuset_soak.main import planned
 from cpuset_soak.model import Node
-from tests.unit.soak.fakes import Fakes
+from tests.unit.soak.fakes import FakeClock, Fakes
 
 PLANTS = Path(__file__).resolve().parents[3] / "src" / "cpuset_soak" / "plants"
 FAILED_SHRINK = PLANTS / "failed-shrink.jsonl"
@@ -70,3 +71,31 @@ def test_the_failed_shrink_runs_its_operations_in_order_through_the_dispatch() -
     assert fakes.record.tally.refusals == {"insufficient-cpus": 1}
     assert fakes.record.tally.faults == {"runc-refuse": 1}
     assert fakes.runtime.refusing == set()
+
+
+FAILED_STARTS = PLANTS / "failed-starts.jsonl"
+
+
+def test_the_failed_starts_history_runs_its_operations_through_the_dispatch() -> None:
+    header, steps = history.read(FAILED_STARTS)
+    fakes = Fakes(Node(online=CPUSet.parse(header.online)))
+    fakes.model.node.clock = FakeClock()
+    for step in steps:
+        fakes.record.step = step.number
+        if step.number == 4:  # idle, created and within its grace, holds the last free CPU
+            fakes.kubelet.refuse["bad-a/app"] = (
+                "nri-cpuset: default/bad-a/app: shared CPU pool would be empty: 1 shared "
+                "container(s) would have no CPU left")
+        for op in step.ops:
+            if op["kind"] == "start-created":  # its grace has passed; the plugin lists nothing
+                fakes.model.node.clock.advance(fakes.model.node.grace.seconds)
+                fakes.kubelet.refuse_start["idle-app"] = (
+                    "nri-cpuset: default/idle/app: start refused: created 121 s ago and not "
+                    "started within the 120 s grace, so its CPUs were given back")
+            DISPATCH[op["kind"]](fakes.parts(), op)
+        fakes.model.node.settled()
+    assert fakes.record.found == []
+    assert fakes.record.tally.ops[FAILED_AS_SAID] == 4  # every attempt created
+    assert fakes.record.tally.refusals == {"shared-pool-exhausted": 1, "started-too-late": 1}
+    assert ("remove", "bad-a-app") in fakes.kubelet.calls  # the oldest dead instance
+    assert sorted(fakes.model.node.pods) == ["after", "bad-a", "bad-b", "idle", "web"]

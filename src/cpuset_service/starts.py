@@ -17,7 +17,6 @@ from cpuset_core import (
     FullCoresUnavailableError,
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
-    Kind,
     Ledger,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
@@ -202,15 +201,15 @@ class StartCases:
         return make()
 
     def reclaim(self) -> bool:
-        """Ask the probe about waiting containers that hold CPUs and release those that will
-        not run; return whether any was. Synchronous: it runs on a refusal's path only."""
-        ledger = self._service.ledger
-        holders = {cid: path for cid, path in self.waiting().items()
-                   if ledger.entries[cid].kind is not Kind.SHARED}
-        if self.probe is None or not holders:
+        """Ask the probe about every waiting container and release those that will not run;
+        return whether any was. Shared ones too: a shared container keeps the pool from
+        emptying (the planner's floor), so a dead one can cause a refusal for room as surely
+        as a dead integer container or pin. Synchronous: it runs on a refusal's path only."""
+        waiting = self.waiting()
+        if self.probe is None or not waiting:
             return False
         try:
-            reports = self.probe.reports(holders)
+            reports = self.probe.reports(waiting)
         except Exception as exc:  # noqa: BLE001 - the runtime cannot tell: refuse as before
             _log.warning("start check failed", extra={"error": str(exc)})
             self._observer.start_check_failed()

@@ -209,3 +209,18 @@ def test_the_tracker_forgets_a_removed_container_and_keeps_a_lagging_reports_wai
     assert tracker.started("c") == "why"
     tracker.forget("c")
     assert tracker.started("c") is None
+
+
+def test_a_dead_shared_container_does_not_keep_the_pool_from_emptying() -> None:
+    """The soak found it: a shared pod whose start failed still counted as a shared container
+    that needs the pool, and an integer pod that fits once it is gone was refused."""
+    observer = Counting()
+    service = PlacementService(CpusetEngine(TOPOLOGY), observer=observer)
+    service.starts.probe = Probe({"web-1": EXITED})
+    service.admit(DB, at(container("db-1", DB, cpu_limit=1)))
+    service.starts.started("db-1", "ns/db/main")
+    service.admit(WEB, at(container("web-1", WEB)))  # its start then fails
+    admission = service.admit(DB2, at(container("db2-1", DB2, cpu_limit=1)))
+    assert len(admission.placement.cpus) == 1
+    assert "web-1" not in service.ledger
+    assert observer.not_running_ == [(Kind.SHARED, "start-failed")]

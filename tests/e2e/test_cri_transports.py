@@ -79,7 +79,10 @@ def test_both_transports_read_the_same_pods_containers_and_status(
         assert 0 < live.created_at <= live.started_at
         assert live.finished_at == 0
         exited = h2.container_status(done)
-        assert 0 < exited.started_at <= exited.finished_at
+        # containerd stamps started_at when its start call returns, which can be after a
+        # process as short as /bin/true has already exited: both are set, in either order.
+        assert exited.started_at > 0
+        assert exited.finished_at > 0
         (only,) = h2.list_containers(pod, state="CONTAINER_RUNNING")
         assert [only] == grpcio.list_containers(pod, state="CONTAINER_RUNNING")
         assert only.id == running

@@ -57,16 +57,18 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         verify_period = 2
         start_grace = 30
         kernel_updates = false
+        systemd_units = false
         [observability]
         listen = "[::1]:9000"
         log_level = "debug"
         log_format = "console"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 21
+    assert len(keys()) == 22
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
     assert config.runtime.kernel_updates is False
+    assert config.runtime.systemd_units is False
     assert config.runtime.start_grace == 30
     assert config.runtime.status_socket == ""
     assert config.observability.listen == "[::1]:9000"

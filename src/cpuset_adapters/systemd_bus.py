@@ -32,6 +32,9 @@ SYSTEMD: Final = "org.freedesktop.systemd1"
 MANAGER_PATH: Final = "/org/freedesktop/systemd1"
 MANAGER: Final = "org.freedesktop.systemd1.Manager"
 SYSTEM_BUS: Final = "/run/dbus/system_bus_socket"
+PRIVATE: Final = "/run/systemd/private"
+"""systemd's own socket, root only: a direct connection (no bus daemon, no Hello), what runc's
+systemd driver (go-systemd) uses as root when the system bus cannot be reached."""
 MIN_VERSION: Final = 244
 """The first systemd with ``AllowedCPUs``/``AllowedMemoryNodes`` (as runc checks)."""
 WINDOW: Final = 64
@@ -139,8 +142,13 @@ class SystemdBus:
     """One connection to the system bus, used from one thread (the event loop's). jeepney is
     imported at the first connection: a node without systemd scopes never loads it."""
 
-    def __init__(self, path: str | None = None, *, timeout: float = 1.0) -> None:
+    def __init__(self, path: str | None = None, *, timeout: float = 1.0,
+                 private: str | None = PRIVATE) -> None:
         self.path = path if path is not None else system_bus_path()
+        self.private = private
+        """Tried when the bus cannot be connected to (``None``: never)."""
+        self.via = ""
+        """The socket the connection is on."""
         self.timeout = timeout
         self.version = ""
         self._sock: socket.socket | None = None
@@ -155,30 +163,19 @@ class SystemdBus:
         return self._sock is not None
 
     def connect(self) -> str:
-        """Connect, authenticate and check systemd's version; return it. Raises
-        :class:`BusError`."""
-        from jeepney import Parser  # noqa: PLC0415
+        """Connect (the system bus, else systemd's private socket, as runc's driver does as
+        root), authenticate and check systemd's version; return it. Raises :class:`BusError`."""
         from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
         from jeepney.bus_messages import message_bus  # noqa: PLC0415
 
         self.close()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        sock.settimeout(self.timeout)
         try:
-            sock.connect(self.path)
-            sock.sendall(b"\0")
-            auth = Authenticator()
-            for request in auth:
-                sock.sendall(request)
-                auth.feed(sock.recv(1024) or b"ERROR closed\r\n")
-            sock.sendall(BEGIN)
-        except (OSError, ValueError) as exc:  # jeepney's AuthenticationError is a ValueError
-            sock.close()
-            raise BusError("no-bus", f"{self.path.lstrip(chr(0))}: {exc}") from exc
-        self._sock, self._parser, self._stale = sock, Parser(), set()
-        self._poll = select.poll()
-        self._poll.register(sock, select.POLLIN)
-        self._call(message_bus.Hello())
+            self._open(self.path, Authenticator, BEGIN)
+            self._call(message_bus.Hello())
+        except BusError:
+            if self.private is None or not os.path.exists(self.private):
+                raise
+            self._open(self.private, Authenticator, BEGIN)  # peer to peer: no Hello
         variant = self._call(_version_query()).body[0]
         self.version = str(variant[1]) if isinstance(variant, tuple) else str(variant)
         major = int("".join(c for c in self.version.split(".")[0] if c.isdigit()) or 0)
@@ -187,6 +184,26 @@ class SystemdBus:
             raise BusError("old-systemd", f"systemd {self.version} has no AllowedCPUs "
                                           f"(since {MIN_VERSION})")
         return self.version
+
+    def _open(self, path: str, authenticator: Any, begin: bytes) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(path)
+            sock.sendall(b"\0")
+            auth = authenticator()
+            for request in auth:
+                sock.sendall(request)
+                auth.feed(sock.recv(1024) or b"ERROR closed\r\n")
+            sock.sendall(begin)
+        except (OSError, ValueError) as exc:  # jeepney's AuthenticationError is a ValueError
+            sock.close()
+            raise BusError("no-bus", f"{path.lstrip(chr(0))}: {exc}") from exc
+        from jeepney import Parser  # noqa: PLC0415
+
+        self._sock, self._parser, self._stale, self.via = sock, Parser(), set(), path
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
 
     def close(self) -> None:
         if self._sock is not None:
@@ -216,7 +233,7 @@ class SystemdBus:
                     break  # the rest is a timeout
         except OSError as exc:
             self.close()
-            raise BusError("no-bus", f"{self.path.lstrip(chr(0))}: {exc}") from exc
+            raise BusError("no-bus", f"{self.via.lstrip(chr(0))}: {exc}") from exc
         for unit in [*waiting.values(), *(r.unit for r in queue)]:
             problems[unit] = "timeout"
         self._stale.update(waiting)

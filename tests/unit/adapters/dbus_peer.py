@@ -31,6 +31,7 @@ class FakeSystemdBus:
     silent: bool = False
     """Never answer SetUnitProperties (a stuck systemd)."""
     calls: list[Any] = field(default_factory=list)
+    hellos: int = 0
     max_in_flight: int = 0
     _server: socket.socket | None = None
     _thread: threading.Thread | None = None
@@ -103,6 +104,7 @@ class FakeSystemdBus:
     def _reply(self, message: Any, held: list[Any]) -> Any:
         member = message.header.fields.get(3)
         if member == "Hello":
+            self.hellos += 1
             return new_method_return(message, "s", (":1.42",))
         if member == "Get":
             return new_method_return(message, "v", (("s", self.version),))

@@ -101,6 +101,7 @@ def test_a_connection_says_which_systemd_answers(peer: FakeSystemdBus) -> None:
     bus = SystemdBus(str(peer.path))
     assert bus.connect() == "252.39-1~deb12u2"
     assert bus.connected
+    assert peer.hellos == 1
 
 
 def test_a_systemd_older_than_244_is_refused_as_too_old(tmp_path: Path) -> None:
@@ -115,8 +116,21 @@ def test_a_systemd_older_than_244_is_refused_as_too_old(tmp_path: Path) -> None:
 
 def test_no_bus_socket_is_no_bus(tmp_path: Path) -> None:
     with pytest.raises(BusError) as refused:
-        SystemdBus(str(tmp_path / "none"), timeout=0.2).connect()
+        SystemdBus(str(tmp_path / "none"), timeout=0.2, private=str(tmp_path / "p")).connect()
     assert refused.value.reason == "no-bus"
+
+
+def test_without_a_system_bus_systemds_private_socket_is_used_without_hello(
+        tmp_path: Path) -> None:
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
+        assert bus.connect() == "252.39-1~deb12u2"
+        assert bus.via == str(private.path)
+        assert private.hellos == 0  # a direct connection has no bus daemon to greet
+        assert bus.set_cpusets(requests(2), wait=5) == {}
+    finally:
+        private.close()
 
 
 def test_every_call_is_sent_before_the_first_reply_is_awaited(peer: FakeSystemdBus) -> None:

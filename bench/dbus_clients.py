@@ -1,7 +1,9 @@
 """D-Bus clients from PyPI for the plugin's systemd unit writes (decision 37), measured alike.
 
-For each of jeepney, dbus-fast, sdbus and pystemd (those installed; pystemd builds only with
-libsystemd-dev and a compiler, it has no wheel) this prints:
+For the plugin's own client (``plugin``: jeepney with the call marshalled by
+``cpuset_adapters.systemd_bus``) and each of jeepney, dbus-fast, sdbus and pystemd used as
+their documents show (those installed; pystemd builds only with libsystemd-dev and a
+compiler, it has no wheel) this prints:
 - resident memory (VmRSS) of a fresh interpreter that imports the daemon's modules, then after
   importing the client, connecting and one call (median of ``--rss-runs`` processes);
 - the time of one call (median of ``--calls``), and of ``--batch`` calls pipelined (every
@@ -155,11 +157,34 @@ def _pystemd() -> Callable[[int], None]:
     return calls
 
 
+def _plugin() -> Callable[[int], None]:
+    """The plugin's own client (jeepney for authentication and replies, the call marshalled
+    by ``cpuset_adapters.systemd_bus``). Its ``connect`` asks systemd's version, which nobody
+    answers here: the connection is opened as ``connect`` opens it, without that question."""
+    from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
+    from jeepney.bus_messages import message_bus  # noqa: PLC0415
+
+    from cpuset_adapters.systemd_bus import SystemdBus, UnitCpuset  # noqa: PLC0415
+    from cpuset_core.cpuset import CPUSet  # noqa: PLC0415
+
+    bus = SystemdBus(private=None)
+    bus._open(bus.path, Authenticator, BEGIN)
+    bus._call(message_bus.Hello())
+    request = UnitCpuset(UNIT, CPUSet.from_mask(int.from_bytes(CPUS, "little")),
+                         CPUSet.from_mask(int.from_bytes(MEMS, "little")))
+
+    def calls(n: int) -> None:
+        problems = bus.set_cpusets([request] * n, wait=5)
+        assert all("ServiceUnknown" in p for p in problems.values()), problems
+    return calls
+
+
 CLIENTS: dict[str, Callable[[], Callable[[int], None]]] = {
-    "jeepney": _jeepney, "dbus-fast": _dbus_fast, "sdbus": _sdbus, "pystemd": _pystemd}
-PIPELINES = {"jeepney", "dbus-fast"}
-MODULES = {"jeepney": "jeepney", "dbus-fast": "dbus_fast", "sdbus": "sdbus",
-           "pystemd": "pystemd"}
+    "plugin": _plugin, "jeepney": _jeepney, "dbus-fast": _dbus_fast, "sdbus": _sdbus,
+    "pystemd": _pystemd}
+PIPELINES = {"plugin", "jeepney", "dbus-fast"}
+MODULES = {"plugin": "jeepney", "jeepney": "jeepney", "dbus-fast": "dbus_fast",
+           "sdbus": "sdbus", "pystemd": "pystemd"}
 
 
 def _rss(name: str) -> tuple[int, int]:

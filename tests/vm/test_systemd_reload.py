@@ -25,13 +25,17 @@ import pytest
 
 from cpuset_core.cpuset import CPUSet
 from tests.vm import kernel, units
-from tests.vm.runtime import RESULTS, SCALE, Guest, Pods, wait_consistent
+from tests.vm.runtime import RESULTS, Guest, Pods, wait_consistent
 
 SHARED = int(os.environ.get("NRI_CPUSET_VM_RELOAD_SHARED", "24"))
 """Shared containers running when the pin and the integer container arrive."""
 SAMPLE_EVERY = 0.05
 RELOAD_EVERY = 0.5
 """Seconds between two reloads while the runtime's record catches up."""
+CATCH_UP = 150.0
+"""Guest seconds the record may take to catch up (reloads run throughout). Unscaled: each
+reload a plugin without the unit writes suffers puts scopes back and their records to be
+sent again, so a broken plugin may never catch up; the test then fails on what it saw."""
 
 
 @dataclass
@@ -91,17 +95,18 @@ def allowed_differs(guest: Guest) -> list[str]:
     return wrong
 
 
-def reload_while_catching_up(guest: Guest) -> tuple[int, float]:
+def reload_while_catching_up(guest: Guest) -> tuple[int, float, list[str]]:
     """``daemon-reload`` at once, then every half second until no record lags (at least
-    three); returns how many and how long the catch-up took."""
+    three reloads) or :data:`CATCH_UP` seconds; returns how many reloads, how long, and the
+    containers whose record still lags."""
     started, reloads = time.monotonic(), 0
     while True:
         units.systemctl("daemon-reload")
         reloads += 1
-        pending = guest.state()["pending_updates"]
-        if not pending and reloads >= 3:
-            return reloads, time.monotonic() - started
-        assert time.monotonic() - started < 120 * SCALE, f"record still lagging: {pending}"
+        pending: list[str] = guest.state()["pending_updates"]
+        elapsed = time.monotonic() - started
+        if (not pending and reloads >= 3) or elapsed > CATCH_UP:
+            return reloads, elapsed, pending
         time.sleep(RELOAD_EVERY)
 
 
@@ -127,16 +132,17 @@ def test_no_daemon_reload_puts_a_shared_scope_back_on_a_pin_or_an_integer_contai
         wrong_after_pin = allowed_differs(guest)
         pin_reloads = reload_while_catching_up(guest)
         figures.append(f"pin over {SHARED + 1} shared: created and started in "
-                       f"{pin_returned - began:.2f} s; {pin_reloads[0]} reloads while the "
-                       f"record caught up ({pin_reloads[1]:.1f} s)")
+                       f"{pin_returned - began:.2f} s; {pin_reloads[0]} reloads in "
+                       f"{pin_reloads[1]:.1f} s, records lagging then: {len(pin_reloads[2])}")
         began = time.monotonic()
         integer = pods.integer("integer", 2)
         integer_returned = time.monotonic()
         wrong_after_integer = allowed_differs(guest)
         integer_reloads = reload_while_catching_up(guest)
         figures.append(f"integer (2 CPUs) over {SHARED + 1} shared: created and started in "
-                       f"{integer_returned - began:.2f} s; {integer_reloads[0]} reloads while "
-                       f"the record caught up ({integer_reloads[1]:.1f} s)")
+                       f"{integer_returned - began:.2f} s; {integer_reloads[0]} reloads in "
+                       f"{integer_reloads[1]:.1f} s, records lagging then: "
+                       f"{len(integer_reloads[2])}")
     finally:
         sampler.stop()
     exclusive = {cid: CPUSet.parse(e["cpus"]) for e in guest.state()["containers"]
@@ -148,8 +154,13 @@ def test_no_daemon_reload_puts_a_shared_scope_back_on_a_pin_or_an_integer_contai
                    f"{exclusive[integer]}: {len(on_integer)}")
     with (RESULTS / "systemd-reload.txt").open("a") as out:
         out.write("\n".join(figures) + "\n")
-    assert not wrong_after_pin, wrong_after_pin
-    assert not wrong_after_integer, wrong_after_integer
-    assert not on_pin, on_pin[:10]
-    assert not on_integer, on_integer[:10]
+    problems = [
+        *(f"shared on the pin's CPUs after its start returned: {s}" for s in on_pin[:5]),
+        *(f"shared on the integer container's CPUs after its start returned: {s}"
+          for s in on_integer[:5]),
+        *(f"right after the pin's start: {w}" for w in wrong_after_pin[:5]),
+        *(f"right after the integer container's start: {w}" for w in wrong_after_integer[:5]),
+        *([f"records still lagging after {CATCH_UP:.0f} s of reloads"]
+          if pin_reloads[2] or integer_reloads[2] else [])]
+    assert not problems, "\n".join([*figures, *problems])
     wait_consistent(guest, timeout=30)

@@ -190,8 +190,7 @@ class SystemdBus:
         sock.settimeout(self.timeout)
         try:
             sock.connect(path)
-            sock.sendall(b"\0")
-            auth = authenticator()
+            auth = authenticator()  # its first request starts with the protocol's NUL byte
             for request in auth:
                 sock.sendall(request)
                 auth.feed(sock.recv(1024) or b"ERROR closed\r\n")
@@ -286,7 +285,7 @@ class SystemdBus:
 
     def _next(self, deadline: float) -> _Message | None:
         assert self._sock is not None
-        while (message := self._parser.get_next_message()) is None:
+        while (message := self._parsed()) is None:
             left = max(0.0, deadline - time.monotonic())
             if not self._poll.poll(left * 1000):  # past the deadline: what has come only
                 return None
@@ -295,6 +294,13 @@ class SystemdBus:
                 raise ConnectionResetError("the bus closed the connection")
             self._parser.add_data(data)
         return _Message(message)
+
+
+    def _parsed(self) -> object | None:
+        try:
+            return self._parser.get_next_message()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise ConnectionResetError(f"a malformed message from the bus: {exc!r}") from exc
 
 
 @dataclass(frozen=True, slots=True)

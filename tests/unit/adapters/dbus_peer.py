@@ -81,6 +81,12 @@ class FakeSystemdBus:
             if not data:
                 return
             buffered += data
+            # One NUL byte, then ASCII lines (the D-Bus specification; dbus-daemon answers
+            # anything else with an error, as here).
+            lines = buffered.split(b"BEGIN\r\n", 1)[0]  # messages may follow BEGIN at once
+            if not lines.startswith(b"\0") or not lines[1:].isascii() or b"\0" in lines[1:]:
+                conn.sendall(b'ERROR "Command contained non-ASCII"\r\n')
+                return
             if b"AUTH EXTERNAL" in data:
                 conn.sendall(b"OK " + b"0" * 32 + b"\r\n")
         parser = Parser()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from cpuset_adapters.systemd_bus import SystemdBus, UnitCpuset
 from cpuset_core.cpuset import CPUSet
 from tests.vm import kernel, units
 from tests.vm.runtime import RESULTS, Guest, Pods, wait_consistent
@@ -164,3 +165,28 @@ def test_no_daemon_reload_puts_a_shared_scope_back_on_a_pin_or_an_integer_contai
           if pin_reloads[2] or integer_reloads[2] else [])]
     assert not problems, "\n".join([*figures, *problems])
     wait_consistent(guest, timeout=30)
+
+
+def test_200_unit_writes_cost_far_less_pipelined_than_one_by_one(
+        guest: Guest, crowd: tuple[Pods, list[str]]) -> None:
+    """The plugin's D-Bus client against this systemd: every shared scope's AllowedCPUs set
+    again to what it is, 200 calls, all sent before the replies are read, and then one call
+    at a time (each reply awaited). Every call must succeed; the figures go to the results."""
+    _, shared = crowd
+    requests = [UnitCpuset(units.scope(cid), CPUSet.parse(cpuset_file(guest, cid).read_text()))
+                for cid in shared]
+    batch = (requests * (200 // len(requests) + 1))[:200]
+    bus = SystemdBus()
+    version = bus.connect()
+    started = time.monotonic()
+    assert bus.set_cpusets(batch, wait=60) == {}
+    pipelined = time.monotonic() - started
+    started = time.monotonic()
+    for request in batch:
+        assert bus.set_cpusets([request], wait=60) == {}
+    one_by_one = time.monotonic() - started
+    bus.close()
+    with (RESULTS / "systemd-reload.txt").open("a") as out:
+        out.write(f"200 SetUnitProperties on systemd {version} via {bus.via}: pipelined "
+                  f"{pipelined * 1000:.0f} ms, one by one {one_by_one * 1000:.0f} ms\n")
+    assert pipelined < one_by_one

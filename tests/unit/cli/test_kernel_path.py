@@ -87,3 +87,25 @@ def test_kernel_updates_is_reloaded_live(tmp_path: Path, caplog: pytest.LogCaptu
     assert not built.service.pusher.kernel.active
     assert "SIGHUP: applied runtime.kernel_updates = false" in caplog.text
     assert "other containers' cpuset updates: through the runtime only" in caplog.text
+
+
+def test_systemd_units_is_reloaded_live(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    (tmp_path / "cgroup.controllers").write_text("cpuset\n")
+    (tmp_path / "cgroup.subtree_control").write_text("cpuset\n")
+    file = tmp_path / "config.toml"
+    file.write_text(f'[runtime]\ncgroup_root = "{tmp_path}"\n')
+    config = LiveConfig.load(file, required=True, topology=OFFLINE_ISO,
+                             overrides={"runtime": {"status_socket": ""},
+                                        "observability": {"listen": ""}})
+    built = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO), environ={},
+                                   name="nri-cpuset", index="99", config=config)
+    scopes = built.service.pusher.kernel.updater
+    assert getattr(scopes, "enabled", None) is True
+    file.write_text(f'[runtime]\ncgroup_root = "{tmp_path}"\nsystemd_units = false\n')
+    stat = file.stat()
+    os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    config.reload_file("SIGHUP")
+    assert getattr(scopes, "enabled", None) is False
+    assert "SIGHUP: applied runtime.systemd_units = false" in caplog.text
+    assert "left to the runtime (runtime.systemd_units = false)" in caplog.text

@@ -1,14 +1,8 @@
 """systemd's manager over the system bus: units' ``AllowedCPUs``/``AllowedMemoryNodes`` set as
 runtime properties, many calls in flight at once (decision 37).
 
-``SetUnitProperties(s name, b runtime, a(sv) properties)`` on ``org.freedesktop.systemd1``
-(org.freedesktop.systemd1(5)); both properties are ``ay``: bit ``n % 8`` of byte ``n // 8`` for
-CPU (or node) ``n``, as systemd's ``cpu_set_from_dbus`` reads them. ``runtime = true``: the
-value holds until the next boot, across ``daemon-reload``, as runc sets it.
-
-jeepney (pure Python, no dependencies) does the authentication and parses replies; the one
-message sent in bulk is marshalled here (8 µs against jeepney's 107 µs; byte for byte the
-same, ``tests/unit/adapters/test_systemd_bus.py``). Calls are pipelined: up to
+jeepney (pure Python, no dependencies) does the authentication and parses replies; the call
+sent in bulk is marshalled by :mod:`cpuset_adapters.systemd_call`. Calls are pipelined: up to
 :data:`WINDOW` are sent before the first reply is read, below dbus-daemon's default
 ``max_replies_per_connection`` (128), past which the bus refuses calls. A reply that does not
 come in time is awaited no longer; it is dropped when it comes, and counts against the window
@@ -17,6 +11,7 @@ meanwhile, so a stuck systemd costs one wait, not one per call.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -26,11 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_adapters.systemd_call import (
+    MANAGER,
+    MANAGER_PATH,
+    SYSTEMD,
+    UnitCpuset,
+    set_properties_call,
+)
 
-SYSTEMD: Final = "org.freedesktop.systemd1"
-MANAGER_PATH: Final = "/org/freedesktop/systemd1"
-MANAGER: Final = "org.freedesktop.systemd1.Manager"
 SYSTEM_BUS: Final = "/run/dbus/system_bus_socket"
 PRIVATE: Final = "/run/systemd/private"
 """systemd's own socket, root only: a direct connection (no bus daemon, no Hello), what runc's
@@ -41,8 +39,9 @@ WINDOW: Final = 64
 """Calls awaiting a reply at once, stale ones included."""
 _REPLY_SERIAL: Final = 5
 _ERROR_NAME: Final = 4
+_RETURN: Final = 2
 _ERROR: Final = 3
-"""Header field codes and the error message type (the D-Bus specification)."""
+"""Header field codes and the reply message types (the D-Bus specification)."""
 
 
 class BusError(Exception):
@@ -53,72 +52,6 @@ class BusError(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
-
-
-@dataclass(frozen=True, slots=True)
-class UnitCpuset:
-    """What to set on one unit: its CPUs, and its memory nodes when they change."""
-
-    unit: str
-    cpus: CPUSet
-    mems: CPUSet | None = None
-
-
-def cpu_mask(cpus: CPUSet) -> bytes:
-    """``cpus`` as systemd's ``ay``: little-endian bytes, CPU 0 in bit 0 of byte 0."""
-    mask = cpus.mask
-    return mask.to_bytes(max(1, (mask.bit_length() + 7) // 8), "little")
-
-
-def _pad(length: int, align: int) -> bytes:
-    return b"\0" * (-length % align)
-
-
-def _string(buf: bytearray, value: str) -> None:
-    buf += _pad(len(buf), 4)
-    raw = value.encode()
-    buf += struct.pack("<I", len(raw)) + raw + b"\0"
-
-
-def _header_fields() -> bytes:
-    fields = bytearray()
-    for code, kind, value in ((1, "o", MANAGER_PATH), (2, "s", MANAGER),
-                              (3, "s", "SetUnitProperties"), (6, "s", SYSTEMD),
-                              (8, "g", "sba(sv)")):
-        fields += _pad(len(fields), 8) + bytes([code, 1]) + kind.encode() + b"\0"
-        if kind == "g":
-            fields += bytes([len(value)]) + value.encode() + b"\0"
-        else:
-            # Offsets count from the message's start: the fields begin at byte 16 (8-aligned).
-            _string(fields, value)
-    return bytes(fields)
-
-
-_FIELDS: Final = _header_fields()
-
-
-def set_properties_call(serial: int, request: UnitCpuset) -> bytes:
-    """The marshalled ``SetUnitProperties(unit, true, [AllowedCPUs, AllowedMemoryNodes])``
-    call (little-endian, protocol version 1)."""
-    body = bytearray()
-    _string(body, request.unit)
-    body += _pad(len(body), 4) + struct.pack("<I", 1)  # runtime = true
-    body += _pad(len(body), 4)
-    length_at = len(body)
-    body += b"\0\0\0\0" + _pad(len(body) + 4, 8)
-    start = len(body)
-    properties = [("AllowedCPUs", request.cpus)]
-    if request.mems is not None:
-        properties.append(("AllowedMemoryNodes", request.mems))
-    for name, value in properties:
-        body += _pad(len(body), 8)
-        _string(body, name)
-        body += b"\x02ay\0" + _pad(len(body) + 4, 4)
-        mask = cpu_mask(value)
-        body += struct.pack("<I", len(mask)) + mask
-    struct.pack_into("<I", body, length_at, len(body) - start)
-    head = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), serial, len(_FIELDS)) + _FIELDS
-    return head + _pad(len(head), 8) + bytes(body)
 
 
 def system_bus_path(environ: dict[str, str] | None = None) -> str:
@@ -153,6 +86,10 @@ class SystemdBus:
         self.version = ""
         self._sock: socket.socket | None = None
         self._parser: Any = None
+        self._buffer = bytearray()
+        """Bytes read and not yet framed into messages."""
+        self._out = bytearray()
+        """Calls marshalled and not yet taken by the socket."""
         self._poll = select.poll()
         self._serial = 0
         self._stale: set[int] = set()
@@ -183,6 +120,10 @@ class SystemdBus:
             self.close()
             raise BusError("old-systemd", f"systemd {self.version} has no AllowedCPUs "
                                           f"(since {MIN_VERSION})")
+        assert self._sock is not None
+        # From here on nothing blocks: a systemd too busy to read its socket must not stall
+        # a hook. What it has not taken yet waits in ``_out`` (in order) for the next poll.
+        self._sock.settimeout(0.0)  # non-blocking
         return self.version
 
     def _open(self, path: str, authenticator: Any, begin: bytes) -> None:
@@ -201,6 +142,7 @@ class SystemdBus:
         from jeepney import Parser  # noqa: PLC0415
 
         self._sock, self._parser, self._stale, self.via = sock, Parser(), set(), path
+        self._buffer, self._out = bytearray(), bytearray()
         self._poll = select.poll()
         self._poll.register(sock, select.POLLIN)
 
@@ -217,12 +159,15 @@ class SystemdBus:
         problems: dict[str, str] = {}
         waiting: dict[int, str] = {}
         queue = list(requests)
+        deadline = time.monotonic() + wait
         try:
-            while self._stale and self._read_replies(waiting, problems, 0.0):
+            while (self._stale and time.monotonic() < deadline
+                   and self._read_replies(waiting, problems, 0.0)):
                 pass  # late replies that have come meanwhile
-            # Replies still owed from an earlier call: systemd lags (stuck in a reload, say).
-            # What fits in the window is sent, and nothing awaited.
-            deadline = time.monotonic() + (0.0 if self._stale else wait)
+            if self._stale:
+                # Replies still owed from an earlier call: systemd lags (stuck in a reload,
+                # say). What fits in the window is sent, and nothing awaited.
+                deadline = 0.0
             while queue or waiting:
                 room = WINDOW - len(waiting) - len(self._stale)
                 if queue and room > 0:
@@ -245,7 +190,15 @@ class SystemdBus:
             self._serial += 1
             waiting[self._serial] = request.unit
             data += set_properties_call(self._serial, request)
-        self._sock.sendall(data)
+        self._out += data
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write what the socket takes now of the calls not yet sent."""
+        assert self._sock is not None
+        if self._out:
+            with contextlib.suppress(BlockingIOError):
+                del self._out[:self._sock.send(self._out)]
 
     def _read_replies(self, waiting: dict[int, str], problems: dict[str, str],
                       deadline: float) -> bool:
@@ -284,16 +237,49 @@ class SystemdBus:
         raise BusError("no-bus", f"no answer from the bus within {self.timeout} s")
 
     def _next(self, deadline: float) -> _Message | None:
+        """The next reply (method return or error) before ``deadline``; other messages are
+        skipped unparsed: on systemd's private socket every unit change is a signal sent to
+        every connection, and a reload sends a flood of them. Past the deadline only what
+        has come already is read, a few chunks at most."""
         assert self._sock is not None
-        while (message := self._parsed()) is None:
-            left = max(0.0, deadline - time.monotonic())
-            if not self._poll.poll(left * 1000):  # past the deadline: what has come only
+        late_reads = 4
+        while (message := self._framed()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                late_reads -= 1
+            self._poll.modify(self._sock, select.POLLIN | (select.POLLOUT if self._out else 0))
+            events = 0 if late_reads < 0 else sum(e for _, e in self._poll.poll(
+                max(0.0, left) * 1000))
+            if events & select.POLLOUT:
+                self._flush()
+            if not events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                if events:
+                    continue  # only room to write
                 return None
-            data = self._sock.recv(65536)
+            try:
+                data = self._sock.recv(65536)
+            except BlockingIOError:
+                continue
             if not data:
                 raise ConnectionResetError("the bus closed the connection")
-            self._parser.add_data(data)
+            self._buffer += data
         return _Message(message)
+
+    def _framed(self) -> object | None:
+        """The next whole reply in the buffer, parsed (``None``: none complete yet)."""
+        while len(self._buffer) >= 16:
+            code = "<" if self._buffer[0:1] == b"l" else ">"
+            kind = self._buffer[1]
+            body, fields = struct.unpack_from(code + "I4xI", self._buffer, 4)
+            size = 16 + fields + (-fields % 8) + body
+            if len(self._buffer) < size:
+                return None
+            chunk = bytes(self._buffer[:size])
+            del self._buffer[:size]
+            if kind in (_RETURN, _ERROR):
+                self._parser.add_data(chunk)
+                return self._parsed()
+        return None
 
 
     def _parsed(self) -> object | None:

@@ -24,7 +24,8 @@ from typing import Protocol
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
 from cpuset_adapters.cgroupfs import systemd_unit
-from cpuset_adapters.systemd_bus import BusError, UnitCpuset
+from cpuset_adapters.systemd_bus import BusError
+from cpuset_adapters.systemd_call import UnitCpuset
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jeepney import MessageType, Parser
-from jeepney.wrappers import new_error, new_method_return
+from jeepney import DBusAddress, MessageType, Parser
+from jeepney.wrappers import new_error, new_method_return, new_signal
 
 Answer = Callable[[Any], tuple[str, str] | None]
 """A SetUnitProperties call -> ``None`` (success) or ``(error name, message)``."""
@@ -30,6 +30,9 @@ class FakeSystemdBus:
     """Answer no call before this many have arrived (proves the client pipelines)."""
     silent: bool = False
     """Never answer SetUnitProperties (a stuck systemd)."""
+    noise: int = 0
+    """Signals sent after every message received, as systemd sends every unit change to
+    every connection on its private socket (a reload sends a flood)."""
     calls: list[Any] = field(default_factory=list)
     hellos: int = 0
     max_in_flight: int = 0
@@ -95,6 +98,8 @@ class FakeSystemdBus:
         serial = 1000
         while True:
             while (message := parser.get_next_message()) is not None:
+                if self.noise:  # at once, as fast as systemd sends them
+                    conn.sendall(_UNIT_NEW.serialise(serial=1) * self.noise)
                 serial += 1
                 reply = self._reply(message, held)
                 if reply is not None:
@@ -130,6 +135,12 @@ class FakeSystemdBus:
                            else new_error(call, error[0], "s", (error[1],)))
         held.clear()
         return replies
+
+
+_UNIT_NEW = new_signal(DBusAddress("/org/freedesktop/systemd1",
+                                  interface="org.freedesktop.systemd1.Manager"),
+                       "UnitNew", "so", ("cri-containerd-x.scope",
+                                         "/org/freedesktop/systemd1/unit/x"))
 
 
 def unit_of(call: Any) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
-from cpuset_adapters.systemd_bus import BusError, UnitCpuset
+from cpuset_adapters.systemd_bus import BusError
+from cpuset_adapters.systemd_call import UnitCpuset
 from cpuset_adapters.systemd_writer import RETRY_AFTER, SystemdScopeWriter, outcome_of
 from cpuset_core import CPUSet
 from tests.unit.adapters.test_cgroup_writer import (

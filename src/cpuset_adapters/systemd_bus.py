@@ -181,6 +181,10 @@ class SystemdBus:
         for unit in [*waiting.values(), *(r.unit for r in queue)]:
             problems[unit] = "timeout"
         self._stale.update(waiting)
+        if self.via != self.path and not self._stale and not self._out:
+            # systemd sends every unit change to every connection on its private socket: an
+            # idle one would pile them up in PID 1 until read. Connected again when needed.
+            self.close()
         return problems
 
     def _send_calls(self, batch: Sequence[UnitCpuset], waiting: dict[int, str]) -> None:

@@ -99,6 +99,7 @@ class SystemdScopeWriter:
         self._retry_at = 0.0
         self._never = ""
         """Why the bus is not asked again (an old systemd)."""
+        self._announced = False
 
     def switch(self, enabled: bool) -> None:
         """``runtime.systemd_units`` reloaded: takes effect at the next update."""
@@ -163,8 +164,10 @@ class SystemdScopeWriter:
             self._retry_at = self._clock() + RETRY_AFTER
             self._fail(exc.reason, exc.detail, 0)
             return exc.reason
-        _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set over D-Bus with the "
-                  "files", extra={"systemd": version})
+        if not self._announced:  # a private-socket connection is made again at each use
+            self._announced = True
+            _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set over D-Bus with the "
+                      "files", extra={"systemd": version})
         return ""
 
     def _settle(self, problems: dict[str, str], asked: int) -> None:

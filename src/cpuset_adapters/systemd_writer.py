@@ -194,7 +194,11 @@ class SystemdScopeWriter:
     def _fail(self, outcome: str, detail: str, containers: int) -> None:
         if containers:
             self._count(outcome, containers)
-        if outcome != self._failing:
+        if outcome != self._failing and outcome == "timeout":
+            _log.warning("systemd has not answered the scopes' unit writes in time; it applies "
+                         "them when it gets to them, in order (the files are written)",
+                         extra={"outcome": outcome, "wait_s": self.wait, "error": detail})
+        elif outcome != self._failing:
             _log.warning("systemd scopes not updated over D-Bus; their cgroup files only "
                          "(a daemon-reload may revert them until the verifier repairs them)",
                          extra={"outcome": outcome, "error": detail})

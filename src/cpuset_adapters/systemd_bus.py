@@ -6,7 +6,9 @@ sent in bulk is marshalled by :mod:`cpuset_adapters.systemd_call`. Calls are pip
 :data:`WINDOW` are sent before the first reply is read, below dbus-daemon's default
 ``max_replies_per_connection`` (128), past which the bus refuses calls. A reply that does not
 come in time is awaited no longer; it is dropped when it comes, and counts against the window
-meanwhile, so a stuck systemd costs one wait, not one per call.
+meanwhile, so a stuck systemd costs one wait, not one per call. Nothing blocks once connected:
+writes a busy systemd has not taken wait in order in a buffer, and signals (on systemd's
+private socket every unit change goes to every connection) are skipped unparsed.
 """
 
 from __future__ import annotations

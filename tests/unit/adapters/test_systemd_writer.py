@@ -233,3 +233,15 @@ def test_the_runtimes_request_timeout_sets_the_wait() -> None:
     assert writer.wait == 2.0
     writer.budget(0)  # not sent by the runtime: kept
     assert writer.wait == 2.0
+
+
+def test_the_daemons_modules_leave_jeepney_unimported_until_a_scope_is_written() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys, cpuset_cli.daemon.plugin, cpuset_cli.bootstrap, "
+             "cpuset_adapters.systemd_writer, cpuset_adapters.systemd_bus; "
+             "print(any(m.split('.')[0] == 'jeepney' for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "False"

@@ -38,6 +38,9 @@ REQUIREMENTS = [
     # The daemon's own CRI reads: unary gRPC over HTTP/2 in pure Python (cri/h2_unary.py),
     # because importing grpc would cost the daemon about 14 MB of RSS (decision 35).
     "h2>=4.2,<5",
+    # systemd's D-Bus API for the units of containers in systemd scopes (decision 37): pure
+    # Python, no dependencies; imported only when the plugin first writes a scope.
+    "jeepney>=0.8,<1",
 ]
 
 setup(version=VERSION, install_requires=REQUIREMENTS)

@@ -68,6 +68,15 @@ def expand_systemd_path(cgroups_path: str) -> str:
     return "/" + "/".join([*dirs, unit])
 
 
+def systemd_unit(cgroups_path: str) -> str | None:
+    """The systemd unit a container's cgroup is (runc's systemd driver: a scope), or ``None``
+    for a cgroupfs driver's path. ``slice:prefix:name`` names ``prefix-name.scope`` (or
+    ``name`` when it ends in ``.scope``); an expanded path is a unit when its last directory
+    is a ``.scope``."""
+    last = expand_systemd_path(cgroups_path).rstrip("/").rpartition("/")[2]
+    return last if last.endswith(".scope") and len(last) > len(".scope") else None
+
+
 def cgroup_dir(cgroups_path: str, *, controller: str = "cpuset", root: Path = CGROUP_ROOT) -> Path:
     """The directory of ``cgroups_path`` (as in the OCI spec or ``/proc/<pid>/cgroup``) for
     ``controller`` under ``root`` (v1: ``root/<controller>/<path>``, v2: ``root/<path>``)."""

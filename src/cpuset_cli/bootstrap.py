@@ -16,6 +16,7 @@ from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+    from cpuset_adapters.systemd_writer import SystemdScopeWriter
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
     from cpuset_service.placement import PlacementService
@@ -48,7 +49,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  request_timeout: float = 2.0, config: LiveConfig | None = None,
                  hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
                  verify_period: float = 5.0, kernel_updates: bool = True,
-                 start_grace: float = 120.0) -> Daemon:
+                 start_grace: float = 120.0, systemd_units: bool = True) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -66,7 +67,9 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     containers' cgroups under ``cgroup_root`` every ``verify_period`` seconds and after each
     burst (0 disables it). ``kernel_updates``: other containers' cpusets are written into
     their cgroups under ``cgroup_root`` before the runtime is answered (when that tree is
-    writable), the runtime's record following in the background. Containers not seen to
+    writable), the runtime's record following in the background; ``systemd_units``: for
+    containers that are systemd scopes, their units' properties too, over D-Bus. Containers
+    not seen to
     start are asked about over CRI at ``cri_socket`` and give their CPUs back when they will
     not run (created ``start_grace`` seconds ago and not started, or their start failed).
     """
@@ -77,6 +80,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
+    from cpuset_adapters.systemd_bus import SystemdBus  # noqa: PLC0415
+    from cpuset_adapters.systemd_writer import SystemdScopeWriter  # noqa: PLC0415
     from cpuset_cli.daemon.plugin import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
     from cpuset_cli.daemon.verify_loop import VerifierLoop  # noqa: PLC0415
     from cpuset_service.placement import PlacementService  # noqa: PLC0415
@@ -91,6 +96,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         listen = config.current.observability.listen
         cgroup_root, verify_period = runtime.cgroup_root, runtime.verify_period
         kernel_updates, start_grace = runtime.kernel_updates, runtime.start_grace
+        systemd_units = runtime.systemd_units
     launch = launch_from_environ(environ, name=name, index=index, socket_path=socket_path)
     # With a configuration, the engine runs on the topology it was checked against (read
     # once at start); the source is still what the hotplug watcher re-reads.
@@ -105,12 +111,17 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
         config.attach(service)
     writer = KernelCpusetWriter(cgroup_root, service.cgroup_path)
     unusable = writer.unusable()
-    kernel_path = _kernel_path(writer, unusable, kernel_updates)
+    # Scopes' units too: the bus is connected (and jeepney imported) at the first scope.
+    scopes = SystemdScopeWriter(writer, service.cgroup_path, SystemdBus(),
+                                count=metrics.systemd_units)
+    scopes.enabled = systemd_units
+    kernel_path = _kernel_path(scopes, unusable, kernel_updates)
     if not unusable:
-        service.pusher.kernel.updater = writer
+        service.pusher.kernel.updater = scopes
         service.pusher.kernel.enabled = kernel_updates
         if config is not None:
             config.kernel_updates = _switch(writer, service.pusher.kernel.switch)
+            config.systemd_units = scopes.switch
     watcher = None
     if isinstance(topology_source, SysfsTopologySource) and hotplug_interval > 0:
         watcher = OnlineCpuWatcher(
@@ -137,7 +148,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
-                  start_probe=probe, publisher=publisher)
+                  start_probe=probe, publisher=publisher,
+                  request_budget=scopes.budget)
 
 
 def _set_grace(service: PlacementService) -> Callable[[float], None]:
@@ -147,14 +159,25 @@ def _set_grace(service: PlacementService) -> Callable[[float], None]:
     return reloaded
 
 
-def _kernel_path(writer: KernelCpusetWriter, unusable: str, enabled: bool) -> str:
+def _kernel_path(scopes: SystemdScopeWriter, unusable: str, enabled: bool) -> str:
     """Which path other containers' cpuset updates take, and why (logged at start)."""
     if unusable:
         return f"through the runtime only: {unusable}"
     if not enabled:
         return "through the runtime only: runtime.kernel_updates = false"
+    writer = scopes.files
     return (f"kernel first (cgroup v{writer.version} under {writer.root}), the runtime's "
-            f"record following in the background; {writer.balance_note}")
+            f"record following in the background; {writer.balance_note}; "
+            f"{_scopes_note(scopes)}")
+
+
+def _scopes_note(scopes: SystemdScopeWriter) -> str:
+    """What happens to systemd scopes' units (the systemd cgroup driver), and why."""
+    if scopes.files.version != 2:
+        return "systemd scopes: files only (systemd sets no cpuset on cgroup v1)"
+    if not scopes.enabled:
+        return "systemd scopes: files only (runtime.systemd_units = false)"
+    return "systemd scopes: AllowedCPUs/AllowedMemoryNodes set over D-Bus before their files"
 
 
 def _switch(writer: KernelCpusetWriter, switch: Callable[[bool], None],

@@ -152,7 +152,8 @@ SHAPES: Final = {shape.name: shape for shape in (
           summary="1 socket x 2 cores x 2 threads, systemd as PID 1, containerd.service with "
                   "SystemdCgroup, pods in kubepods slices, cgroup v2",
           sockets=1, nodes=(Node(cpus="0-3", memory_mib=2048),), systemd=True,
-          tests=("test_shape.py", "test_cold_boot.py", "test_systemd.py")),
+          tests=("test_shape.py", "test_cold_boot.py", "test_systemd.py",
+                 "test_systemd_reload.py")),
 )}
 """Every shape, by name; ``default`` is the one CI runs."""
 

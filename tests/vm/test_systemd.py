@@ -165,9 +165,11 @@ def shared_on(guest: Guest, cpus: CPUSet) -> list[str]:
 def test_a_daemon_reload_while_the_runtimes_record_catches_up_leaves_every_placement_right(
         guest: Guest, placed: Placed) -> None:
     """The kernel fast path (docs/decisions.md, 29) writes the shared containers' scopes before
-    a pin's answer and after a pin leaves; their units' ``AllowedCPUs`` follow later, through
-    the runtime. A ``daemon-reload`` in between re-applies the stale ``AllowedCPUs``: the
-    verifier must put the kernel back, and the record must catch up."""
+    a pin's answer and after a pin leaves, their units' ``AllowedCPUs`` with them (decision
+    37); the runtime's record follows later. A ``daemon-reload`` in between must leave every
+    placement right: it re-applies the new ``AllowedCPUs`` (or, where systemd could not be
+    told, the stale ones, which the verifier puts back), and the record must catch up.
+    ``test_systemd_reload.py`` holds the strict form: no sample on an exclusive CPU at all."""
     guest.cri.stop_pod(placed.io_pod)
     guest.cri.remove_pod(placed.io_pod)
     units.systemctl("daemon-reload")  # the pool's growth is in the kernel, not yet in the units

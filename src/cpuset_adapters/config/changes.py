@@ -19,6 +19,8 @@ LIVE_KEYS: Final = frozenset({
     "observability.log_level",
     # Where the next updates go (the kernel first, or the runtime only).
     "runtime.kernel_updates",
+    # Whether the next kernel writes also set systemd scopes' properties.
+    "runtime.systemd_units",
     # How long the next containers not seen to start keep their CPUs.
     "runtime.start_grace",
     # What the next published NodeResourceTopology declares.

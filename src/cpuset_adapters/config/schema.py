@@ -70,6 +70,10 @@ class Runtime:
     """Write other containers' cpusets into their cgroups (under ``cgroup_root``) before
     answering the runtime, whose record follows in the background; ``false``: every update
     goes through the runtime (one runc update each, under its NRI lock)."""
+    systemd_units: bool = True
+    """With ``kernel_updates``, also set ``AllowedCPUs``/``AllowedMemoryNodes`` of the
+    containers that are systemd scopes (cgroup v2), over D-Bus, before their files: what a
+    ``daemon-reload`` re-applies is then the new value; ``false``: the files only."""
 
 
 @attrs.frozen(kw_only=True)

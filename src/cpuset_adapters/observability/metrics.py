@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from cpuset_adapters.kubernetes.api_client import REASONS
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
+from cpuset_adapters.systemd_writer import OUTCOMES as SYSTEMD_OUTCOMES
 from cpuset_core import Kind
 from cpuset_core.starts import NOT_RUNNING_REASONS
 from cpuset_core.verify import CAUSES
@@ -124,6 +125,13 @@ class PluginMetrics:
         self._start_checks_failed = Counter(
             "nri_cpuset_start_checks_failed", "Times the runtime could not say whether "
             "containers not seen to start will run (nothing was given back then).", registry=r)
+        self._systemd_units = Counter(
+            "nri_cpuset_systemd_unit_updates", "Containers in systemd scopes whose unit's "
+            "AllowedCPUs/AllowedMemoryNodes the kernel fast path set over D-Bus with their "
+            "cgroup files, by outcome (anything but set: the files only).", ["outcome"],
+            registry=r)
+        for outcome in SYSTEMD_OUTCOMES:
+            self._systemd_units.labels(outcome)
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -196,6 +204,10 @@ class PluginMetrics:
 
     def start_check_failed(self) -> None:
         self._start_checks_failed.inc()
+
+    def systemd_units(self, outcome: str, containers: int) -> None:
+        """What became of the scopes' unit writes (``systemd_writer.Count``)."""
+        self._systemd_units.labels(outcome).inc(containers)
 
     # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --
 

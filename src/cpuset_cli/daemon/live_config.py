@@ -91,6 +91,9 @@ class LiveConfig:
     kernel_updates: Callable[[bool], None] | None = None
     """Turns the kernel fast path on or off (``runtime.kernel_updates``), when the daemon
     has one."""
+    systemd_units: Callable[[bool], None] | None = None
+    """Turns systemd scopes' unit writes on or off (``runtime.systemd_units``), when the
+    daemon has the fast path."""
     start_grace: Callable[[float], None] | None = None
     """Sets how long containers not seen to start keep their CPUs (``runtime.start_grace``),
     when the daemon watches starts."""
@@ -218,6 +221,9 @@ class LiveConfig:
             self.decisions.reconfigure(to_settings(new))
         if self.kernel_updates is not None:
             self.kernel_updates(new.runtime.kernel_updates)
+        if (self.systemd_units is not None
+                and new.runtime.systemd_units != self.current.runtime.systemd_units):
+            self.systemd_units(new.runtime.systemd_units)
         if self.start_grace is not None:
             self.start_grace(new.runtime.start_grace)
         if new.observability.log_level != self.current.observability.log_level:

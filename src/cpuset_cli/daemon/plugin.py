@@ -9,7 +9,7 @@ import gc
 import logging
 import signal
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cpuset_adapters import default_paths
@@ -77,6 +77,9 @@ class Daemon:
     """Reads containers' cgroups: a Synchronize takes cpusets from the kernel where it can."""
     notifier: SystemdNotifier = field(default_factory=SystemdNotifier)
     """systemd's ``NOTIFY_SOCKET``, when a ``Type=notify`` unit started the plugin."""
+    request_budget: Callable[[float], None] | None = None
+    """Told the runtime's request timeout (seconds) at Configure: how long the kernel fast
+    path may wait for systemd."""
     start_probe: CriStartProbe | None = None
     """Tells whether containers not seen to start will run (``None``: they keep their CPUs
     until removed)."""
@@ -139,6 +142,8 @@ class Daemon:
 
         A pre-installed plugin on a runtime older than NRI v0.7 (which sends no timeouts in
         Configure) is never synchronized: take the inventory over CRI instead."""
+        if self.request_budget is not None and info.request_timeout_ms > 0:
+            self.request_budget(info.request_timeout_ms / 1000)
         if self.config is not None and info.config.strip():
             self.config.apply_runtime_config(info.config)
             self.cri_socket = self.config.current.runtime.cri_socket

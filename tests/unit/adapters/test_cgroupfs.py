@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpuset_adapters.cgroupfs import CgroupReader, expand_systemd_path
+import pytest
+
+from cpuset_adapters.cgroupfs import CgroupReader, expand_systemd_path, systemd_unit
 from cpuset_core import CPUSet
 
 
@@ -74,3 +76,17 @@ def test_the_verifier_reads_a_guaranteed_containers_scope(tmp_path: Path) -> Non
            "cpuset.mems.effective": "0"})
     seen = CgroupReader(tmp_path).observe(f"kubepods-pod{ESCAPED}.slice:cri-containerd:{CID}")
     assert (seen.cpus, seen.mems, seen.problem) == (CPUSet.parse("2-3"), CPUSet([0]), "")
+
+
+@pytest.mark.parametrize(("path", "unit"), [
+    ("kubepods-burstable-pod1.slice:cri-containerd:abc", "cri-containerd-abc.scope"),
+    (":cri-containerd:abc", "cri-containerd-abc.scope"),  # runc's default slice
+    ("kubepods-pod1.slice:cri-containerd:x.scope", "x.scope"),
+    ("/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope", "cri-containerd-abc.scope"),
+    ("/kubepods/burstable/pod1/abc", None),  # the cgroupfs driver
+    ("kubepods.slice:cri-containerd:pod.slice", None),  # a slice is no container
+    ("/.scope", None),
+])
+def test_a_containers_systemd_unit_is_named_from_its_cgroup_path(path: str,
+                                                                 unit: str | None) -> None:
+    assert systemd_unit(path) == unit

@@ -58,6 +58,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         verify_period = 2
         start_grace = 30
         kernel_updates = false
+        systemd_units = false
         [observability]
         listen = "[::1]:9000"
         log_level = "debug"
@@ -69,13 +70,14 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 25
+    assert len(keys()) == 26
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
     assert config.runtime.kernel_updates is False
+    assert config.runtime.systemd_units is False
     assert config.runtime.start_grace == 30
     assert config.runtime.status_socket == ""
     assert config.observability.listen == "[::1]:9000"

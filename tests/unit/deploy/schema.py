@@ -37,6 +37,7 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "verify_period": 5,
         "start_grace": 120,
         "kernel_updates": True,
+        "systemd_units": True,
     },
     "observability": {"listen": "127.0.0.1:9477", "log_level": "info", "log_format": "json"},
     "topology_publisher": {"enabled": False, "node_name": "", "kubeconfig": "",

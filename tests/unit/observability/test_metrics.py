@@ -117,6 +117,15 @@ def test_drift_counts_add_up_by_state() -> None:
     assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 1
 
 
+def test_systemd_unit_writes_count_containers_by_outcome_from_zero() -> None:
+    metrics = PluginMetrics()
+    assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="no-bus") == 0
+    metrics.systemd_units("set", 200)
+    metrics.systemd_units("timeout", 3)
+    assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="set") == 200
+    assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="timeout") == 3
+
+
 def test_a_failing_state_read_leaves_the_other_metrics_served() -> None:
     metrics = PluginMetrics()
 

@@ -1,0 +1,318 @@
+"""systemd's manager over the system bus: units' ``AllowedCPUs``/``AllowedMemoryNodes`` set as
+runtime properties, many calls in flight at once (decision 37).
+
+jeepney (pure Python, no dependencies) does the authentication and parses replies; the call
+sent in bulk is marshalled by :mod:`cpuset_adapters.systemd_call`. Calls are pipelined: up to
+:data:`WINDOW` are sent before the first reply is read, below dbus-daemon's default
+``max_replies_per_connection`` (128), past which the bus refuses calls. A reply that does not
+come in time is awaited no longer; it is dropped when it comes, and counts against the window
+meanwhile, so a stuck systemd costs one wait, not one per call. Nothing blocks once connected:
+writes a busy systemd has not taken wait in order in a buffer, and signals (on systemd's
+private socket every unit change goes to every connection) are skipped unparsed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cpuset_adapters.systemd_call import (
+    MANAGER,
+    MANAGER_PATH,
+    SYSTEMD,
+    UnitCpuset,
+    set_properties_call,
+)
+
+SYSTEM_BUS: Final = "/run/dbus/system_bus_socket"
+PRIVATE: Final = "/run/systemd/private"
+"""systemd's own socket, root only: a direct connection (no bus daemon, no Hello), what runc's
+systemd driver (go-systemd) uses as root when the system bus cannot be reached."""
+MIN_VERSION: Final = 244
+"""The first systemd with ``AllowedCPUs``/``AllowedMemoryNodes`` (as runc checks)."""
+WINDOW: Final = 64
+"""Calls awaiting a reply at once, stale ones included."""
+_REPLY_SERIAL: Final = 5
+_ERROR_NAME: Final = 4
+_RETURN: Final = 2
+_ERROR: Final = 3
+"""Header field codes and the reply message types (the D-Bus specification)."""
+
+
+class BusError(Exception):
+    """The bus cannot be used: ``reason`` is ``no-bus`` (no socket, refused, gone) or
+    ``old-systemd``; ``detail`` says what happened."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def system_bus_path(environ: dict[str, str] | None = None) -> str:
+    """The system bus's socket: ``DBUS_SYSTEM_BUS_ADDRESS`` (``unix:path=`` or
+    ``unix:abstract=``) or the well-known path."""
+    address = (environ if environ is not None else os.environ).get(
+        "DBUS_SYSTEM_BUS_ADDRESS", "")
+    for part in address.split(";"):
+        kind, _, rest = part.partition(":")
+        if kind != "unix":
+            continue
+        keys = dict(item.partition("=")[::2] for item in rest.split(","))
+        if "path" in keys:
+            return keys["path"]
+        if "abstract" in keys:
+            return "\0" + keys["abstract"]
+    return SYSTEM_BUS
+
+
+class SystemdBus:
+    """One connection to the system bus, used from one thread (the event loop's). jeepney is
+    imported at the first connection: a node without systemd scopes never loads it."""
+
+    def __init__(self, path: str | None = None, *, timeout: float = 1.0,
+                 private: str | None = PRIVATE) -> None:
+        self.path = path if path is not None else system_bus_path()
+        self.private = private
+        """Tried when the bus cannot be connected to (``None``: never)."""
+        self.via = ""
+        """The socket the connection is on."""
+        self.timeout = timeout
+        self.version = ""
+        self._sock: socket.socket | None = None
+        self._parser: Any = None
+        self._buffer = bytearray()
+        """Bytes read and not yet framed into messages."""
+        self._out = bytearray()
+        """Calls marshalled and not yet taken by the socket."""
+        self._poll = select.poll()
+        self._serial = 0
+        self._stale: set[int] = set()
+        """Calls sent and given up on: their replies are dropped when they come."""
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def connect(self) -> str:
+        """Connect (the system bus, else systemd's private socket, as runc's driver does as
+        root), authenticate and check systemd's version; return it. Raises :class:`BusError`."""
+        from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
+        from jeepney.bus_messages import message_bus  # noqa: PLC0415
+
+        self.close()
+        try:
+            self._open(self.path, Authenticator, BEGIN)
+            self._call(message_bus.Hello())
+        except BusError:
+            if self.private is None or not os.path.exists(self.private):
+                raise
+            self._open(self.private, Authenticator, BEGIN)  # peer to peer: no Hello
+        variant = self._call(_version_query()).body[0]
+        self.version = str(variant[1]) if isinstance(variant, tuple) else str(variant)
+        major = int("".join(c for c in self.version.split(".")[0] if c.isdigit()) or 0)
+        if major < MIN_VERSION:
+            self.close()
+            raise BusError("old-systemd", f"systemd {self.version} has no AllowedCPUs "
+                                          f"(since {MIN_VERSION})")
+        assert self._sock is not None
+        # From here on nothing blocks: a systemd too busy to read its socket must not stall
+        # a hook. What it has not taken yet waits in ``_out`` (in order) for the next poll.
+        self._sock.settimeout(0.0)  # non-blocking
+        return self.version
+
+    def _open(self, path: str, authenticator: Any, begin: bytes) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(path)
+            auth = authenticator()  # its first request starts with the protocol's NUL byte
+            for request in auth:
+                sock.sendall(request)
+                auth.feed(sock.recv(1024) or b"ERROR closed\r\n")
+            sock.sendall(begin)
+        except (OSError, ValueError) as exc:  # jeepney's AuthenticationError is a ValueError
+            sock.close()
+            raise BusError("no-bus", f"{path.lstrip(chr(0))}: {exc}") from exc
+        from jeepney import Parser  # noqa: PLC0415
+
+        self._sock, self._parser, self._stale, self.via = sock, Parser(), set(), path
+        self._buffer, self._out = bytearray(), bytearray()
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]:
+        """Set every request's unit properties; return ``unit -> problem`` for those that
+        were not set: a D-Bus error name and message, or ``timeout`` when no reply came
+        within ``wait`` seconds (the call stays queued in systemd). Raises :class:`BusError`
+        when the connection fails (it is closed then)."""
+        problems: dict[str, str] = {}
+        waiting: dict[int, str] = {}
+        queue = list(requests)
+        deadline = time.monotonic() + wait
+        try:
+            while (self._stale and time.monotonic() < deadline
+                   and self._read_replies(waiting, problems, 0.0)):
+                pass  # late replies that have come meanwhile
+            if self._stale:
+                # Replies still owed from an earlier call: systemd lags (stuck in a reload,
+                # say). What fits in the window is sent, and nothing awaited.
+                deadline = 0.0
+            while queue or waiting:
+                room = WINDOW - len(waiting) - len(self._stale)
+                if queue and room > 0:
+                    batch, queue = queue[:room], queue[room:]
+                    self._send_calls(batch, waiting)
+                elif not self._read_replies(waiting, problems, deadline):
+                    break  # the rest is a timeout
+        except OSError as exc:
+            self.close()
+            raise BusError("no-bus", f"{self.via.lstrip(chr(0))}: {exc}") from exc
+        for unit in [*waiting.values(), *(r.unit for r in queue)]:
+            problems[unit] = "timeout"
+        self._stale.update(waiting)
+        if self.via != self.path and not self._stale and not self._out:
+            # systemd sends every unit change to every connection on its private socket: an
+            # idle one would pile them up in PID 1 until read. Connected again when needed.
+            self.close()
+        return problems
+
+    def _send_calls(self, batch: Sequence[UnitCpuset], waiting: dict[int, str]) -> None:
+        assert self._sock is not None
+        data = bytearray()
+        for request in batch:
+            self._serial += 1
+            waiting[self._serial] = request.unit
+            data += set_properties_call(self._serial, request)
+        self._out += data
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write what the socket takes now of the calls not yet sent."""
+        assert self._sock is not None
+        if self._out:
+            with contextlib.suppress(BlockingIOError):
+                del self._out[:self._sock.send(self._out)]
+
+    def _read_replies(self, waiting: dict[int, str], problems: dict[str, str],
+                      deadline: float) -> bool:
+        """Read one reply; ``False`` when none came before ``deadline`` (monotonic; 0: only
+        what has come already)."""
+        message = self._next(deadline)
+        if message is None:
+            return False
+        serial = message.header.fields.get(_REPLY_SERIAL)
+        self._stale.discard(serial)
+        unit = waiting.pop(serial, None)
+        if unit is not None and message.header.message_type.value == _ERROR:
+            name = message.header.fields.get(_ERROR_NAME, "")
+            text = message.body[0] if message.body else ""
+            problems[unit] = f"{name}: {text}"
+        return True
+
+    def _call(self, message: object) -> _Reply:
+        """One call, answered within the timeout (connection set-up)."""
+        assert self._sock is not None
+        self._serial += 1
+        try:
+            self._sock.sendall(message.serialise(serial=self._serial))  # type: ignore[attr-defined]
+            deadline = time.monotonic() + self.timeout
+            while (reply := self._next(deadline)) is not None:
+                if reply.header.fields.get(_REPLY_SERIAL) != self._serial:
+                    continue  # a signal (NameAcquired)
+                if reply.header.message_type.value == _ERROR:
+                    raise BusError("no-bus", f"{reply.header.fields.get(_ERROR_NAME)}: "
+                                             f"{reply.body[0] if reply.body else ''}")
+                return _Reply(reply.body)
+        except OSError as exc:
+            self.close()
+            raise BusError("no-bus", str(exc)) from exc
+        self.close()
+        raise BusError("no-bus", f"no answer from the bus within {self.timeout} s")
+
+    def _next(self, deadline: float) -> _Message | None:
+        """The next reply (method return or error) before ``deadline``; other messages are
+        skipped unparsed: on systemd's private socket every unit change is a signal sent to
+        every connection, and a reload sends a flood of them. Past the deadline only what
+        has come already is read, a few chunks at most."""
+        assert self._sock is not None
+        late_reads = 4
+        while (message := self._framed()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                late_reads -= 1
+            self._poll.modify(self._sock, select.POLLIN | (select.POLLOUT if self._out else 0))
+            events = 0 if late_reads < 0 else sum(e for _, e in self._poll.poll(
+                max(0.0, left) * 1000))
+            if events & select.POLLOUT:
+                self._flush()
+            if not events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                if events:
+                    continue  # only room to write
+                return None
+            try:
+                data = self._sock.recv(65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                raise ConnectionResetError("the bus closed the connection")
+            self._buffer += data
+        return _Message(message)
+
+    def _framed(self) -> object | None:
+        """The next whole reply in the buffer, parsed (``None``: none complete yet)."""
+        while len(self._buffer) >= 16:
+            code = "<" if self._buffer[0:1] == b"l" else ">"
+            kind = self._buffer[1]
+            body, fields = struct.unpack_from(code + "I4xI", self._buffer, 4)
+            size = 16 + fields + (-fields % 8) + body
+            if len(self._buffer) < size:
+                return None
+            chunk = bytes(self._buffer[:size])
+            del self._buffer[:size]
+            if kind in (_RETURN, _ERROR):
+                self._parser.add_data(chunk)
+                return self._parsed()
+        return None
+
+
+    def _parsed(self) -> object | None:
+        try:
+            return self._parser.get_next_message()  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise ConnectionResetError(f"a malformed message from the bus: {exc!r}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    body: tuple[object, ...]
+
+
+class _Message:
+    """jeepney's message, seen through the few fields used here (jeepney has no types)."""
+
+    __slots__ = ("body", "header")
+
+    def __init__(self, message: object) -> None:
+        self.header = message.header  # type: ignore[attr-defined]
+        self.body: tuple[object, ...] = tuple(message.body)  # type: ignore[attr-defined]
+
+
+def _version_query() -> object:
+    from jeepney import DBusAddress, new_method_call  # noqa: PLC0415
+
+    properties = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD,
+                             interface="org.freedesktop.DBus.Properties")
+    return new_method_call(properties, "Get", "ss", (MANAGER, "Version"))

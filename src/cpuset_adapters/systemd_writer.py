@@ -1,0 +1,205 @@
+"""The kernel fast path on systemd-driver nodes: a scope's unit properties with its files.
+
+With runc's systemd cgroup driver each container is a ``cri-containerd-<id>.scope`` whose
+``AllowedCPUs``/``AllowedMemoryNodes`` systemd writes back into its cgroup on every
+``daemon-reload``. Cgroup files written behind systemd's back are reverted then, so for a
+container whose cgroup is a scope (known from its cgroup path, on cgroup v2, where systemd
+owns the cpuset controller) this :class:`~cpuset_core.ports.ContainerUpdater` sets the unit's
+properties first (runtime properties, over D-Bus, all of a step's units pipelined) and then
+writes the files through :class:`~cpuset_adapters.cgroup_writer.KernelCpusetWriter`, as runc
+does. What systemd re-applies is then already the new value.
+
+The step's outcome is the files': systemd never fails a creation. No bus, an old systemd, a
+refused call or no reply in time leaves that container to the files alone (today's
+behaviour), counted by outcome, with one warning per episode. A bus that failed is tried
+again after :data:`RETRY_AFTER` seconds; an old systemd is not asked again. Decision 37.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
+from cpuset_adapters.cgroupfs import systemd_unit
+from cpuset_adapters.systemd_bus import BusError
+from cpuset_adapters.systemd_call import UnitCpuset
+from cpuset_core import ContainerUpdate
+from cpuset_core.ports import UpdateOutcome
+
+_log = logging.getLogger("nri_cpuset.kernel")
+
+REPLY_WAIT = 0.5
+"""Seconds a step waits for systemd's replies: a quarter of NRI's default request timeout
+(the runtime's own timeout sets it at Configure: :meth:`SystemdScopeWriter.budget`)."""
+RETRY_AFTER = 60.0
+"""Seconds before a bus that failed, or refused for want of permission, is tried again."""
+
+OUTCOMES = ("set", "gone", "refused", "timeout", "no-bus", "old-systemd")
+"""What became of a container's unit write: set; its unit gone (with the container); refused
+by systemd; not answered in time (systemd applies it when it gets to it); no bus; a systemd
+without the properties (before 244)."""
+Count = Callable[[str, int], None]
+"""An outcome of :data:`OUTCOMES` and how many containers had it."""
+
+_PAUSING = ("org.freedesktop.DBus.Error.AccessDenied",
+            "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired")
+"""Errors every later call would get too: the bus is left alone for a while."""
+
+
+class ScopeBus(Protocol):
+    """What the writer needs of the bus (``systemd_bus.SystemdBus``; fakes in tests)."""
+
+    version: str
+
+    @property
+    def connected(self) -> bool: ...
+
+    def connect(self) -> str: ...
+
+    def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+def _no_count(outcome: str, containers: int) -> None:
+    """Nothing counts (tests, tools)."""
+
+
+def outcome_of(problem: str) -> str:
+    """The outcome a D-Bus problem counts as."""
+    if problem == "timeout":
+        return "timeout"
+    name = problem.partition(":")[0]
+    if name in ("org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.DBus.Error.UnknownObject"):
+        return "gone"  # the container is going away: its files are gone too
+    if name == "org.freedesktop.DBus.Error.PropertyReadOnly":
+        return "old-systemd"  # "Cannot set property AllowedCPUs, or unknown property."
+    return "refused"
+
+
+class SystemdScopeWriter:
+    """Writes containers' cpusets into systemd's units (scopes) and their cgroup files."""
+
+    def __init__(self, files: KernelCpusetWriter, path_of: PathOf, bus: ScopeBus, *,
+                 count: Count = _no_count, wait: float = REPLY_WAIT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.files = files
+        self._path_of = path_of
+        self._bus = bus
+        self._count = count
+        self.wait = wait
+        self._clock = clock
+        self.enabled = True
+        """``runtime.systemd_units``: off, only the files are written (today's path)."""
+        self._failing = ""
+        """The outcome of the failure episode under way (``""``: none), warned about once."""
+        self._retry_at = 0.0
+        self._never = ""
+        """Why the bus is not asked again (an old systemd)."""
+        self._announced = False
+
+    def switch(self, enabled: bool) -> None:
+        """``runtime.systemd_units`` reloaded: takes effect at the next update."""
+        self.enabled = enabled
+        if not enabled:
+            self._bus.close()
+        _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes: %s",
+                  "set over D-Bus with the files" if enabled
+                  else "left to the runtime (runtime.systemd_units = false)")
+
+    def budget(self, request_timeout: float) -> None:
+        """The runtime's request timeout (Configure): a step waits a quarter of it."""
+        if request_timeout > 0:
+            self.wait = request_timeout / 4
+
+    def apply(self, updates: Sequence[ContainerUpdate]) -> UpdateOutcome:
+        """Set the scopes' unit properties, then write every update's files; the outcome is
+        the files' (see :meth:`KernelCpusetWriter.apply`)."""
+        if self.enabled and self.files.version == 2:
+            requests = self.requests(updates)
+            if requests:
+                self._tell_systemd(requests)
+        return self.files.apply(updates)
+
+    def requests(self, updates: Sequence[ContainerUpdate]) -> list[UnitCpuset]:
+        """What to set on the units of the updates' containers that are systemd scopes."""
+        requests = []
+        for update in updates:
+            path = self._path_of(update.container_id)
+            unit = systemd_unit(path) if path else None
+            if unit is None or not update.cpus:
+                continue
+            requests.append(UnitCpuset(unit, update.cpus, update.mems))
+        return requests
+
+    def _tell_systemd(self, requests: list[UnitCpuset]) -> None:
+        unavailable = self._unavailable()
+        if unavailable:
+            self._count(unavailable, len(requests))
+            return
+        try:
+            problems = self._bus.set_cpusets(requests, self.wait)
+        except BusError as exc:
+            self._retry_at = self._clock() + RETRY_AFTER
+            self._fail(exc.reason, exc.detail, len(requests))
+            return
+        self._settle(problems, len(requests))
+
+    def _unavailable(self) -> str:
+        """Why the bus cannot be asked now (``""``: it can), connecting first if needed."""
+        if self._never:
+            return self._never
+        if self._bus.connected:
+            return ""
+        if self._clock() < self._retry_at:
+            return self._failing or "no-bus"
+        try:
+            version = self._bus.connect()
+        except BusError as exc:
+            if exc.reason == "old-systemd":
+                self._never = exc.reason
+            self._retry_at = self._clock() + RETRY_AFTER
+            self._fail(exc.reason, exc.detail, 0)
+            return exc.reason
+        if not self._announced:  # a private-socket connection is made again at each use
+            self._announced = True
+            _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set over D-Bus with the "
+                      "files", extra={"systemd": version})
+        return ""
+
+    def _settle(self, problems: dict[str, str], asked: int) -> None:
+        by_outcome: dict[str, list[str]] = {}
+        for unit, problem in problems.items():
+            by_outcome.setdefault(outcome_of(problem), []).append(f"{unit}: {problem}")
+        self._count("set", asked - len(problems))
+        for outcome, lines in by_outcome.items():
+            if outcome == "gone":
+                self._count(outcome, len(lines))
+                continue
+            if outcome == "old-systemd":
+                self._never = outcome
+                self._bus.close()
+            elif any(line.split(": ", 1)[1].startswith(_PAUSING) for line in lines):
+                self._retry_at = self._clock() + RETRY_AFTER
+                self._bus.close()
+            self._fail(outcome, "; ".join(lines[:3]), len(lines))
+        if not by_outcome.keys() - {"gone"} and self._failing:
+            _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set again",
+                      extra={"after": self._failing})
+            self._failing = ""
+
+    def _fail(self, outcome: str, detail: str, containers: int) -> None:
+        if containers:
+            self._count(outcome, containers)
+        if outcome != self._failing and outcome == "timeout":
+            _log.warning("systemd has not answered the scopes' unit writes in time; it applies "
+                         "them when it gets to them, in order (the files are written)",
+                         extra={"outcome": outcome, "wait_s": self.wait, "error": detail})
+        elif outcome != self._failing:
+            _log.warning("systemd scopes not updated over D-Bus; their cgroup files only "
+                         "(a daemon-reload may revert them until the verifier repairs them)",
+                         extra={"outcome": outcome, "error": detail})
+        self._failing = outcome

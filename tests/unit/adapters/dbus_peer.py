@@ -1,0 +1,149 @@
+"""A fake system bus with systemd behind it, on a unix socket, for the plugin's D-Bus client:
+it authenticates (EXTERNAL), answers Hello and systemd's ``Version``, and answers
+``SetUnitProperties`` calls as a test scripts it, recording what it received. Messages are
+parsed and built with jeepney, which the client only uses for replies: the calls the client
+marshals itself are read by an implementation that is not its own."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jeepney import DBusAddress, MessageType, Parser
+from jeepney.wrappers import new_error, new_method_return, new_signal
+
+Answer = Callable[[Any], tuple[str, str] | None]
+"""A SetUnitProperties call -> ``None`` (success) or ``(error name, message)``."""
+
+
+@dataclass
+class FakeSystemdBus:
+    path: Path
+    version: str = "252.39-1~deb12u2"
+    answer: Answer = lambda _call: None
+    hold_until: int = 0
+    """Answer no call before this many have arrived (proves the client pipelines)."""
+    silent: bool = False
+    """Never answer SetUnitProperties (a stuck systemd)."""
+    noise: int = 0
+    """Signals sent after every message received, as systemd sends every unit change to
+    every connection on its private socket (a reload sends a flood)."""
+    calls: list[Any] = field(default_factory=list)
+    hellos: int = 0
+    max_in_flight: int = 0
+    _server: socket.socket | None = None
+    _thread: threading.Thread | None = None
+    _conn: socket.socket | None = None
+
+    def start(self) -> FakeSystemdBus:
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(self.path))
+        self._server.listen(4)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        for sock in (self._conn, self._server):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def drop_connection(self) -> None:
+        """The bus goes away under the client (dbus restarted)."""
+        if self._conn is not None:
+            self._conn.shutdown(socket.SHUT_RDWR)
+
+    def _serve(self) -> None:
+        assert self._server is not None
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._conn = conn
+            try:
+                self._session(conn)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def _session(self, conn: socket.socket) -> None:
+        buffered = b""
+        while b"BEGIN\r\n" not in buffered:
+            data = conn.recv(4096)
+            if not data:
+                return
+            buffered += data
+            # One NUL byte, then ASCII lines (the D-Bus specification; dbus-daemon answers
+            # anything else with an error, as here).
+            lines = buffered.split(b"BEGIN\r\n", 1)[0]  # messages may follow BEGIN at once
+            if not lines.startswith(b"\0") or not lines[1:].isascii() or b"\0" in lines[1:]:
+                conn.sendall(b'ERROR "Command contained non-ASCII"\r\n')
+                return
+            if b"AUTH EXTERNAL" in data:
+                conn.sendall(b"OK " + b"0" * 32 + b"\r\n")
+        parser = Parser()
+        parser.add_data(buffered.split(b"BEGIN\r\n", 1)[1])
+        held: list[Any] = []
+        serial = 1000
+        while True:
+            while (message := parser.get_next_message()) is not None:
+                if self.noise:  # at once, as fast as systemd sends them
+                    conn.sendall(_UNIT_NEW.serialise(serial=1) * self.noise)
+                serial += 1
+                reply = self._reply(message, held)
+                if reply is not None:
+                    conn.sendall(reply.serialise(serial=serial))
+                for waiting in self._release(held):
+                    serial += 1
+                    conn.sendall(waiting.serialise(serial=serial))
+            data = conn.recv(65536)
+            if not data:
+                return
+            parser.add_data(data)
+
+    def _reply(self, message: Any, held: list[Any]) -> Any:
+        member = message.header.fields.get(3)
+        if member == "Hello":
+            self.hellos += 1
+            return new_method_return(message, "s", (":1.42",))
+        if member == "Get":
+            return new_method_return(message, "v", (("s", self.version),))
+        self.calls.append(message)
+        if not self.silent:
+            held.append(message)
+            self.max_in_flight = max(self.max_in_flight, len(held))
+        return None
+
+    def _release(self, held: list[Any]) -> list[Any]:
+        if len(self.calls) < self.hold_until and len(held) < 64:
+            return []
+        replies = []
+        for call in held:
+            error = self.answer(call)
+            replies.append(new_method_return(call) if error is None
+                           else new_error(call, error[0], "s", (error[1],)))
+        held.clear()
+        return replies
+
+
+_UNIT_NEW = new_signal(DBusAddress("/org/freedesktop/systemd1",
+                                  interface="org.freedesktop.systemd1.Manager"),
+                       "UnitNew", "so", ("cri-containerd-x.scope",
+                                         "/org/freedesktop/systemd1/unit/x"))
+
+
+def unit_of(call: Any) -> str:
+    """The unit a recorded SetUnitProperties call names."""
+    assert call.header.message_type == MessageType.method_call
+    return str(call.body[0])

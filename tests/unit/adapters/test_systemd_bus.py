@@ -1,0 +1,215 @@
+"""The plugin's D-Bus client for systemd: the SetUnitProperties call as systemd reads it (the
+message against jeepney's marshalling and a reading by the specification, the CPU mask as
+systemd's ``cpu_set_from_dbus`` decodes it), calls pipelined within the bus's reply limit,
+errors and silence per unit, and a bus that is missing, too old or goes away."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jeepney import DBusAddress, new_method_call
+
+from cpuset_adapters.systemd_bus import WINDOW, BusError, SystemdBus, system_bus_path
+from cpuset_adapters.systemd_call import UnitCpuset, cpu_mask, set_properties_call
+from cpuset_core import CPUSet
+from tests.unit.adapters.dbus_peer import FakeSystemdBus, unit_of
+
+UNIT = "cri-containerd-" + "ab" * 32 + ".scope"
+MANAGER = DBusAddress("/org/freedesktop/systemd1", bus_name="org.freedesktop.systemd1",
+                      interface="org.freedesktop.systemd1.Manager")
+
+
+def systemd_reads(mask: bytes) -> CPUSet:
+    """What systemd's cpu_set_from_dbus makes of a mask: bit ``i % 8`` of byte ``i // 8``."""
+    return CPUSet(i for i in range(len(mask) * 8) if mask[i // 8] & (1 << (i % 8)))
+
+
+@pytest.mark.parametrize(("cpus", "mask"), [
+    ("0", b"\x01"), ("1", b"\x02"), ("0-3", b"\x0f"), ("4-7", b"\xf0"), ("0-15", b"\xff\xff"),
+    ("16", b"\x00\x00\x01"), ("0-3,32-33", b"\x0f\x00\x00\x00\x03"),
+])
+def test_a_cpu_list_becomes_systemds_little_endian_mask(cpus: str, mask: bytes) -> None:
+    assert cpu_mask(CPUSet.parse(cpus)) == mask
+
+
+@given(st.frozensets(st.integers(min_value=0, max_value=8191), min_size=1))
+def test_systemd_reads_back_exactly_the_cpus_of_any_mask(cpus: frozenset[int]) -> None:
+    assert systemd_reads(cpu_mask(CPUSet(cpus))) == CPUSet(cpus)
+
+
+@pytest.mark.parametrize(("cpus", "mems"), [("0", None), ("1-27", "0"),
+                                            ("0-3,32-33,100", "0-1"), ("8191", None)])
+def test_the_call_is_byte_for_byte_what_jeepney_marshals(cpus: str, mems: str | None) -> None:
+    request = UnitCpuset(UNIT, CPUSet.parse(cpus), CPUSet.parse(mems) if mems else None)
+    properties = [("AllowedCPUs", ("ay", cpu_mask(request.cpus)))]
+    if request.mems is not None:
+        properties.append(("AllowedMemoryNodes", ("ay", cpu_mask(request.mems))))
+    expected = new_method_call(MANAGER, "SetUnitProperties", "sba(sv)",
+                               (UNIT, True, properties)).serialise(serial=7)
+    assert set_properties_call(7, request) == expected
+
+
+def test_the_calls_body_reads_by_the_specification_as_unit_runtime_and_two_byte_arrays() -> None:
+    call = set_properties_call(3, UnitCpuset("a.scope", CPUSet.parse("2-3"), CPUSet.parse("1")))
+    endian, kind, _flags, version, body_length, serial, fields_length = struct.unpack_from(
+        "<cBBBIII", call)
+    assert (endian, kind, version, serial) == (b"l", 1, 1, 3)  # little-endian method call
+    body = call[-body_length:]
+    assert b"sba(sv)" in call[16:16 + fields_length]
+    # s: length 7, "a.scope", NUL; pad to 4; b: 1 (runtime); array length, pad to 8
+    assert body[:12] == struct.pack("<I", 7) + b"a.scope\0"
+    assert struct.unpack_from("<I", body, 12) == (1,)
+    (array_length,) = struct.unpack_from("<I", body, 16)
+    entries = body[24:24 + array_length]
+    assert entries.startswith(struct.pack("<I", 11) + b"AllowedCPUs\0" + b"\x02ay\0")
+    assert struct.pack("<I", 1) + b"\x0c" in entries  # one byte: CPUs 2 and 3
+    assert b"AllowedMemoryNodes\0\x02ay\0" in entries
+    assert entries.endswith(struct.pack("<I", 1) + b"\x02")  # node 1
+
+
+def test_the_system_bus_is_found_as_dbus_clients_find_it() -> None:
+    assert system_bus_path({}) == "/run/dbus/system_bus_socket"
+    assert system_bus_path({"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/x/bus"}) == "/x/bus"
+    assert system_bus_path({"DBUS_SYSTEM_BUS_ADDRESS": "tcp:host=h;unix:abstract=b"}) == "\0b"
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[FakeSystemdBus]:
+    fake = FakeSystemdBus(tmp_path / "bus").start()
+    yield fake
+    fake.close()
+
+
+def requests(count: int) -> list[UnitCpuset]:
+    return [UnitCpuset(f"cri-containerd-{n}.scope", CPUSet.parse("1-3")) for n in range(count)]
+
+
+def test_a_connection_says_which_systemd_answers(peer: FakeSystemdBus) -> None:
+    bus = SystemdBus(str(peer.path))
+    assert bus.connect() == "252.39-1~deb12u2"
+    assert bus.connected
+    assert peer.hellos == 1
+
+
+def test_a_systemd_older_than_244_is_refused_as_too_old(tmp_path: Path) -> None:
+    fake = FakeSystemdBus(tmp_path / "bus", version="243").start()
+    try:
+        with pytest.raises(BusError) as refused:
+            SystemdBus(str(fake.path)).connect()
+        assert refused.value.reason == "old-systemd"
+    finally:
+        fake.close()
+
+
+def test_no_bus_socket_is_no_bus(tmp_path: Path) -> None:
+    with pytest.raises(BusError) as refused:
+        SystemdBus(str(tmp_path / "none"), timeout=0.2, private=str(tmp_path / "p")).connect()
+    assert refused.value.reason == "no-bus"
+
+
+def test_without_a_system_bus_systemds_private_socket_is_used_without_hello(
+        tmp_path: Path) -> None:
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
+        assert bus.connect() == "252.39-1~deb12u2"
+        assert bus.via == str(private.path)
+        assert private.hellos == 0  # a direct connection has no bus daemon to greet
+        assert bus.set_cpusets(requests(2), wait=5) == {}
+        assert not bus.connected  # nothing owed: closed, so systemd's signals do not pile up
+    finally:
+        private.close()
+
+
+def test_every_call_is_sent_before_the_first_reply_is_awaited(peer: FakeSystemdBus) -> None:
+    peer.hold_until = 20  # a client waiting for each reply would never send the 20th
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    assert bus.set_cpusets(requests(20), wait=5) == {}
+    assert [unit_of(c) for c in peer.calls] == [r.unit for r in requests(20)]
+
+
+def test_no_more_than_the_window_awaits_a_reply_at_once(peer: FakeSystemdBus) -> None:
+    peer.hold_until = 200  # answer only a whole window at once, or the last calls
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    assert bus.set_cpusets(requests(200), wait=5) == {}
+    assert len(peer.calls) == 200
+    assert peer.max_in_flight == WINDOW
+
+
+def test_a_refused_unit_is_named_with_systemds_error(peer: FakeSystemdBus) -> None:
+    peer.answer = lambda call: (("org.freedesktop.systemd1.NoSuchUnit", "Unit x not loaded.")
+                                if unit_of(call).startswith("cri-containerd-1.") else None)
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    problems = bus.set_cpusets(requests(3), wait=5)
+    assert problems == {"cri-containerd-1.scope":
+                        "org.freedesktop.systemd1.NoSuchUnit: Unit x not loaded."}
+
+
+def test_calls_unanswered_in_time_are_timeouts_and_their_late_replies_are_dropped(
+        peer: FakeSystemdBus) -> None:
+    peer.hold_until = 5  # the first 3 are answered only once 2 more have come
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    started = time.monotonic()
+    assert bus.set_cpusets(requests(3), wait=0.2) == {r.unit: "timeout" for r in requests(3)}
+    assert time.monotonic() - started < 2
+    # systemd lags: the next calls are sent and not awaited (they release all five replies,
+    # which may or may not have come by the time this call reads what has come).
+    late = [UnitCpuset("late.scope", CPUSet.parse("0"))] * 2
+    started = time.monotonic()
+    assert bus.set_cpusets(late, wait=5) in ({"late.scope": "timeout"}, {})
+    assert time.monotonic() - started < 2
+    time.sleep(0.2)
+    # The five late replies are read and dropped; this call's own reply is awaited again.
+    assert bus.set_cpusets([UnitCpuset("next.scope", CPUSet.parse("1"))], wait=5) == {}
+
+
+def test_a_silent_systemd_costs_one_wait_then_none_while_the_window_is_full(
+        peer: FakeSystemdBus) -> None:
+    peer.silent = True
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    assert set(bus.set_cpusets(requests(WINDOW), wait=0.2).values()) == {"timeout"}
+    started = time.monotonic()
+    assert set(bus.set_cpusets(requests(5), wait=5).values()) == {"timeout"}
+    assert time.monotonic() - started < 1  # nothing could be sent: nothing was awaited
+
+
+def test_signals_between_the_replies_are_skipped(peer: FakeSystemdBus) -> None:
+    peer.noise = 50  # fifty signals after each call received
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    assert bus.set_cpusets(requests(100), wait=5) == {}
+
+
+def test_a_flood_of_signals_does_not_stretch_the_wait(peer: FakeSystemdBus) -> None:
+    peer.silent, peer.noise = True, 2000  # no reply, a flood of signals instead
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    started = time.monotonic()
+    assert set(bus.set_cpusets(requests(64), wait=0.3).values()) == {"timeout"}
+    assert time.monotonic() - started < 1.5
+
+
+def test_a_bus_that_goes_away_is_no_bus_and_closed(peer: FakeSystemdBus) -> None:
+    bus = SystemdBus(str(peer.path))
+    bus.connect()
+    peer.drop_connection()
+
+    def three_calls() -> None:  # the first send may still land in the socket's buffer
+        for _ in range(3):
+            bus.set_cpusets(requests(2), wait=1)
+
+    with pytest.raises(BusError) as gone:
+        three_calls()
+    assert gone.value.reason == "no-bus"
+    assert not bus.connected

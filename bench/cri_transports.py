@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dense_node import DenseNode
+from rss_probe import DAEMON_IMPORTED
 
 from cpuset_adapters.cri.client import CriClient
 from cpuset_adapters.cri.grpc_transport import GrpcTransport
@@ -33,17 +34,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
 
 # The daemon's imports (``nri-cpuset run`` down to the CRI inventory), then one call.
-_RSS_PROBE = """
-import sys
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-import cpuset_cli.main, cpuset_cli.commands.run, cpuset_cli.daemon.serve
-import cpuset_cli.daemon.plugin, cpuset_cli.daemon.inventory
-import cpuset_adapters.observability.metrics
-before = rss()
-from cpuset_adapters.cri.client import CriClient
+_RSS_PROBE = DAEMON_IMPORTED + """from cpuset_adapters.cri.client import CriClient
 if sys.argv[2] == "grpc":
     from cpuset_adapters.cri.grpc_transport import GrpcTransport
     client = CriClient(sys.argv[1], timeout=10, transport=GrpcTransport(sys.argv[1]))

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rss_probe import DAEMON_IMPORTED
+
 DEST = "org.freedesktop.systemd1"
 PATH = "/org/freedesktop/systemd1"
 IFACE = "org.freedesktop.systemd1.Manager"
@@ -56,16 +58,7 @@ _CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configura
 """
 
 # One client in a fresh interpreter: its RSS cost on top of the daemon's modules.
-_RSS_PROBE = """
-import sys
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-import cpuset_cli.main, cpuset_cli.commands.run, cpuset_cli.daemon.serve
-import cpuset_cli.daemon.plugin, cpuset_adapters.observability.metrics
-before = rss()
-sys.path.insert(0, sys.argv[2])
+_RSS_PROBE = DAEMON_IMPORTED + """sys.path.insert(0, sys.argv[2])
 import dbus_clients
 dbus_clients.CLIENTS[sys.argv[1]]()(1)
 print(before, rss())

@@ -15,10 +15,14 @@ from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
 if TYPE_CHECKING:
+    import os
+
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+    from cpuset_adapters.observability.metrics import PluginMetrics
     from cpuset_adapters.systemd_writer import SystemdScopeWriter
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
+    from cpuset_cli.daemon.topology_publisher import TopologyPublisher
     from cpuset_service.placement import PlacementService
 
 DryRun = DryRunRuntime
@@ -135,21 +139,26 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     if verify_period > 0:
         verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
                                 period=verify_period)
-    publisher = None
-    if config is not None:
-        from cpuset_cli.daemon.topology_publisher import publisher_for  # noqa: PLC0415
-
-        live = config  # the publisher reads the declared policy of every reload
-        publisher = publisher_for(
-            config.current.topology_publisher, service, metrics, environ=environ,
-            sysfs_root=getattr(topology_source, "root", "/sys"),
-            policy=lambda: live.current.topology_publisher.policy)
+    publisher = None if config is None else _publisher(
+        config, service, metrics, environ, getattr(topology_source, "root", "/sys"))
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
                   start_probe=probe, publisher=publisher,
                   request_budget=scopes.budget)
+
+
+def _publisher(config: LiveConfig, service: PlacementService, metrics: PluginMetrics,
+               environ: Mapping[str, str],
+               sysfs_root: str | os.PathLike[str]) -> TopologyPublisher | None:
+    """The NodeResourceTopology publisher ``[topology_publisher]`` asks for, if any."""
+    from cpuset_cli.daemon.topology_publisher import publisher_for  # noqa: PLC0415
+
+    # The publisher reads the declared policy of every reload.
+    return publisher_for(config.current.topology_publisher, service, metrics, environ=environ,
+                         sysfs_root=sysfs_root,
+                         policy=lambda: config.current.topology_publisher.policy)
 
 
 def _set_grace(service: PlacementService) -> Callable[[float], None]:

@@ -21,7 +21,7 @@ from .history import Op
 from .model import FAILED, INTEGER, PINNED, Pod
 from .outcomes import MISSING_COMMAND, failed_as_the_runtime_says
 from .parts import Checks, Kubelet, Model, PluginView, Recorder
-from .pods import QOS, create_container, note_given
+from .pods import create_container, note_given, run_pod
 
 NAME: Final = "app"
 ALIVE: Final = ("CONTAINER_RUNNING", "CONTAINER_CREATED")
@@ -32,12 +32,7 @@ FAILED_AS_SAID: Final = "start-failed-as-the-runtime-said"
 def create_failing(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder,
                    checks: Checks, plugin: PluginView) -> None:
     """Run the pod and its first attempt."""
-    kind = op["type"]
-    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[kind],
-              annotation=op.get("pins"))
-    kubelet.run_pod(pod)
-    with model.lock:
-        model.node.pods[pod.name] = pod
+    pod = run_pod(op, kubelet=kubelet, model=model)
     _attempt(pod, op, 0, frozenset(), kubelet=kubelet, model=model, record=record,
              checks=checks, plugin=plugin)
 

@@ -45,14 +45,20 @@ def resources(kind: str, cpus: int) -> Resources:
     return container_resources(cpu_request="100m")
 
 
-def create(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder, checks: Checks,
-           plugin: Plugin, pace: Pace) -> None:
-    kind = op["type"]
-    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[kind],
+def run_pod(op: Op, *, kubelet: Kubelet, model: Model) -> Pod:
+    """The operation's pod, its sandbox run and the model told."""
+    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[op["type"]],
               annotation=op.get("pins"), handler=op.get("handler", ""))
     kubelet.run_pod(pod)
     with model.lock:
         model.node.pods[pod.name] = pod
+    return pod
+
+
+def create(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder, checks: Checks,
+           plugin: Plugin, pace: Pace) -> None:
+    kind = op["type"]
+    pod = run_pod(op, kubelet=kubelet, model=model)
     own = PINNED if pod.annotation is not None else kind
     cpus = int(op.get("cpus", 1))
 

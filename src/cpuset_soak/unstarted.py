@@ -16,10 +16,10 @@ from cpuset_adapters.cri.client import CriError
 
 from .history import Op
 from .lifetimes import age, given
-from .model import CREATED, EXPIRED, INTEGER, PINNED, RUNNING, Container, Pod
+from .model import CREATED, EXPIRED, INTEGER, PINNED, RUNNING, Container
 from .outcomes import TOO_LATE, reason_of
 from .parts import Checks, Kubelet, Model, Pace, PluginView, Recorder
-from .pods import QOS, create_container, note_given
+from .pods import create_container, note_given, run_pod
 
 NAME: Final = "app"
 POLL: Final = 0.1
@@ -28,11 +28,7 @@ POLL: Final = 0.1
 def create_unstarted(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder,
                      checks: Checks, plugin: PluginView) -> None:
     kind = op["type"]
-    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[kind],
-              annotation=op.get("pins"))
-    kubelet.run_pod(pod)
-    with model.lock:
-        model.node.pods[pod.name] = pod
+    pod = run_pod(op, kubelet=kubelet, model=model)
     own = PINNED if pod.annotation is not None else kind
     container = create_container(pod, NAME, own, cpus=int(op.get("cpus", 1)),
                                  kubelet=kubelet, model=model, record=record, checks=checks,

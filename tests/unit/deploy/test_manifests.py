@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cpuset_adapters.systemd_bus import SYSTEM_BUS
 from tests.unit.deploy.schema import (
     DEFAULT_CONFIG_PATH,
     DEFAULTS,
@@ -127,6 +128,15 @@ def test_the_cri_socket_is_mounted_read_only_where_the_config_reads_it() -> None
     assert mount["mountPath"] == str(socket.parent)
     assert mount.get("readOnly") is True
     assert volume["hostPath"]["type"] == "Directory"
+
+
+def test_the_system_bus_is_mounted_read_only_where_the_scope_writer_dials() -> None:
+    socket = PurePosixPath(SYSTEM_BUS)
+    volume, mount = _host_mounts()[str(socket.parent)]
+    assert mount["mountPath"] == str(socket.parent)
+    assert mount.get("readOnly") is True
+    assert volume["hostPath"]["type"] == "DirectoryOrCreate"  # nodes without a bus still run
+    assert setting(_plugin_config(), "runtime", "systemd_units") is not False
 
 
 def test_the_kubelet_cpu_manager_state_is_read_where_the_config_says() -> None:

@@ -32,6 +32,17 @@ class Seen:
     window_updates: int = 0
     connections: int = 0
 
+    def eventually(self, check: Callable[[Seen], bool], timeout: float = 5.0) -> bool:
+        """Whether ``check`` holds within ``timeout``: what the client sends after its answer
+        (an acknowledgement) reaches the server's thread when it gets to it, on a loaded
+        machine after the call has returned."""
+        end = time.monotonic() + timeout
+        while not check(self):
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.01)
+        return True
+
 
 class Exchange:
     """One connection's call, for a script to answer."""

@@ -1,7 +1,7 @@
 """D-Bus clients from PyPI for the plugin's systemd unit writes (decision 37), measured alike.
 
 For the plugin's own client (``plugin``: jeepney with the call marshalled by
-``cpuset_adapters.systemd_call``) and each of jeepney, dbus-fast, sdbus and pystemd used as
+``cpuset_adapters.systemd.call``) and each of jeepney, dbus-fast, sdbus and pystemd used as
 their documents show (those installed; pystemd builds only with libsystemd-dev and a
 compiler, it has no wheel) this prints:
 - resident memory (VmRSS) of a fresh interpreter that imports the daemon's modules, then after
@@ -152,13 +152,13 @@ def _pystemd() -> Callable[[int], None]:
 
 def _plugin() -> Callable[[int], None]:
     """The plugin's own client (jeepney for authentication and replies, the call marshalled
-    by ``cpuset_adapters.systemd_call``). Its ``connect`` asks systemd's version, which nobody
+    by ``cpuset_adapters.systemd.call``). Its ``connect`` asks systemd's version, which nobody
     answers here: the connection is opened as ``connect`` opens it, without that question."""
     from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
     from jeepney.bus_messages import message_bus  # noqa: PLC0415
 
-    from cpuset_adapters.systemd_bus import SystemdBus  # noqa: PLC0415
-    from cpuset_adapters.systemd_call import UnitCpuset  # noqa: PLC0415
+    from cpuset_adapters.systemd.bus import SystemdBus  # noqa: PLC0415
+    from cpuset_adapters.systemd.call import UnitCpuset  # noqa: PLC0415
     from cpuset_core.cpuset import CPUSet  # noqa: PLC0415
 
     bus = SystemdBus(private=None)

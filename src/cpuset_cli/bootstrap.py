@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter
     from cpuset_adapters.observability.metrics import PluginMetrics
-    from cpuset_adapters.systemd_writer import SystemdScopeWriter
+    from cpuset_adapters.systemd.scope_writer import SystemdScopeWriter
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
     from cpuset_cli.daemon.topology_publisher import TopologyPublisher
@@ -84,8 +84,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
     from cpuset_adapters.nri.launch import launch_from_environ  # noqa: PLC0415
     from cpuset_adapters.observability.metrics import PluginMetrics  # noqa: PLC0415
-    from cpuset_adapters.systemd_bus import SystemdBus  # noqa: PLC0415
-    from cpuset_adapters.systemd_writer import SystemdScopeWriter  # noqa: PLC0415
+    from cpuset_adapters.systemd.bus import SystemdBus  # noqa: PLC0415
+    from cpuset_adapters.systemd.scope_writer import SystemdScopeWriter  # noqa: PLC0415
     from cpuset_cli.daemon.plugin import DEFAULT_CRI_SOCKET, Daemon  # noqa: PLC0415
     from cpuset_cli.daemon.verify_loop import VerifierLoop  # noqa: PLC0415
     from cpuset_service.placement import PlacementService  # noqa: PLC0415

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.systemd_bus import SystemdBus
-from cpuset_adapters.systemd_call import UnitCpuset
+from cpuset_adapters.systemd.bus import SystemdBus
+from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_core.cpuset import CPUSet
 from tests.vm import kernel, units
 from tests.vm.runtime import RESULTS, Guest, Pods, wait_consistent

@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from cpuset_adapters.kubernetes.api_client import REASONS
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
-from cpuset_adapters.systemd_writer import OUTCOMES as SYSTEMD_OUTCOMES
+from cpuset_adapters.systemd.scope_writer import OUTCOMES as SYSTEMD_OUTCOMES
 from cpuset_core import Kind
 from cpuset_core.starts import NOT_RUNNING_REASONS
 from cpuset_core.verify import CAUSES
@@ -206,7 +206,7 @@ class PluginMetrics:
         self._start_checks_failed.inc()
 
     def systemd_units(self, outcome: str, containers: int) -> None:
-        """What became of the scopes' unit writes (``systemd_writer.Count``)."""
+        """What became of the scopes' unit writes (``systemd.scope_writer.Count``)."""
         self._systemd_units.labels(outcome).inc(containers)
 
     # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --

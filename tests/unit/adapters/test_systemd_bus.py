@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jeepney import DBusAddress, new_method_call
 
-from cpuset_adapters.systemd_bus import WINDOW, BusError, SystemdBus, system_bus_path
-from cpuset_adapters.systemd_call import UnitCpuset, cpu_mask, set_properties_call
+from cpuset_adapters.systemd.bus import WINDOW, BusError, SystemdBus, system_bus_path
+from cpuset_adapters.systemd.call import UnitCpuset, cpu_mask, set_properties_call
 from cpuset_core import CPUSet
 from tests.unit.adapters.dbus_peer import FakeSystemdBus, unit_of
 

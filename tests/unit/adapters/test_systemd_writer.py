@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
-from cpuset_adapters.systemd_bus import BusError
-from cpuset_adapters.systemd_call import UnitCpuset
-from cpuset_adapters.systemd_writer import RETRY_AFTER, SystemdScopeWriter, outcome_of
+from cpuset_adapters.systemd.bus import BusError
+from cpuset_adapters.systemd.call import UnitCpuset
+from cpuset_adapters.systemd.scope_writer import RETRY_AFTER, SystemdScopeWriter, outcome_of
 from cpuset_core import CPUSet
 from tests.unit.adapters.test_cgroup_writer import (
     V1_PATH,
@@ -240,7 +240,7 @@ def test_the_daemons_modules_leave_jeepney_unimported_until_a_scope_is_written()
     import sys
 
     probe = ("import sys, cpuset_cli.daemon.plugin, cpuset_cli.bootstrap, "
-             "cpuset_adapters.systemd_writer, cpuset_adapters.systemd_bus; "
+             "cpuset_adapters.systemd.scope_writer, cpuset_adapters.systemd.bus; "
              "print(any(m.split('.')[0] == 'jeepney' for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=120)

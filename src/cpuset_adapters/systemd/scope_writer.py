@@ -24,8 +24,8 @@ from typing import Protocol
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
 from cpuset_adapters.cgroupfs import systemd_unit
-from cpuset_adapters.systemd_bus import BusError
-from cpuset_adapters.systemd_call import UnitCpuset
+from cpuset_adapters.systemd.bus import BusError
+from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
 
@@ -50,7 +50,7 @@ _PAUSING = ("org.freedesktop.DBus.Error.AccessDenied",
 
 
 class ScopeBus(Protocol):
-    """What the writer needs of the bus (``systemd_bus.SystemdBus``; fakes in tests)."""
+    """What the writer needs of the bus (``systemd.bus.SystemdBus``; fakes in tests)."""
 
     version: str
 

@@ -2,7 +2,7 @@
 runtime properties, many calls in flight at once (decision 37).
 
 jeepney (pure Python, no dependencies) does the authentication and parses replies; the call
-sent in bulk is marshalled by :mod:`cpuset_adapters.systemd_call`. Calls are pipelined: up to
+sent in bulk is marshalled by :mod:`cpuset_adapters.systemd.call`. Calls are pipelined: up to
 :data:`WINDOW` are sent before the first reply is read, below dbus-daemon's default
 ``max_replies_per_connection`` (128), past which the bus refuses calls. A reply that does not
 come in time is awaited no longer; it is dropped when it comes, and counts against the window
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cpuset_adapters.systemd_call import (
+from cpuset_adapters.systemd.call import (
     MANAGER,
     MANAGER_PATH,
     SYSTEMD,

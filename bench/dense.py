@@ -46,6 +46,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dense_fast import HOOK_SECONDS, Exclusive, FastPathBench, config_text
@@ -149,8 +150,7 @@ class DenseBench:
             with self.reading_status(pace) as reads:
                 busy = self.creations(node, "shared", self.args.samples)
             self.report.add(n, f"shared CreateContainer, status socket read {how}",
-                            f"{with_baseline(busy, base_shared)}; {len(reads)} reads, "
-                            f"p50 {statistics.median(reads):.1f} ms")
+                            f"{with_baseline(busy, base_shared)}; {reads.summary()}")
         self.kernel_first(node, n, base_integer, base_pin, base_shared)
         self.pins(node, n, floor_shrink, floor_grow)
         self.restarts(node, n)
@@ -260,13 +260,14 @@ class DenseBench:
                         f"{synced - self.plugin.started_at:.3f} s")
 
     @contextmanager
-    def reading_status(self, pace: float) -> Iterator[list[float]]:
+    def reading_status(self, pace: float) -> Iterator[StatusReads]:
         """Read the status socket from another process (as ``inspect`` does) every ``pace``
-        seconds, or without pause, while the block runs; yields the read times (ms), filled in
-        at the end. A nonstop reader also takes a CPU from the runtime on a small machine: the
-        paced one shows what a hook waits for the document."""
+        seconds, or without pause, while the block runs; yields the reads, filled in at the
+        end. A nonstop reader also takes a CPU from the runtime on a small machine: the paced
+        one shows what a hook waits for the document. A read that fails is counted and
+        reported with the first error, not raised: the figure says it, the run goes on."""
         assert self.plugin.status_socket is not None
-        reads: list[float] = []
+        reads = StatusReads()
         reader = subprocess.Popen(  # noqa: S603 - our interpreter, our module
             [sys.executable, "-c", _READER, str(self.plugin.status_socket), str(pace)],
             stdout=subprocess.PIPE, text=True)
@@ -274,22 +275,59 @@ class DenseBench:
             yield reads
         finally:
             reader.send_signal(signal.SIGINT)
-            out, _ = reader.communicate(timeout=30)
-            reads.extend(float(line) for line in out.split())
+            try:
+                out, _ = reader.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                reader.kill()
+                out, _ = reader.communicate()
+                reads.failures.append("the reader did not stop within 30 s of SIGINT")
+            reads.take(out)
+
+
+@dataclass
+class StatusReads:
+    """What a status reader measured: each read's milliseconds, and the reads that failed."""
+
+    times: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    failed: int = 0
+
+    def take(self, out: str) -> None:
+        """Parse the reader's output (``_READER``)."""
+        for line in out.splitlines():
+            if line.startswith("failures "):
+                self.failed += int(line.split()[1])
+            elif line.startswith("failed "):
+                self.failures.append(line[len("failed "):])
+            elif line.strip():
+                self.times.append(float(line))
+
+    def summary(self) -> str:
+        text = f"{len(self.times)} reads"
+        if self.times:
+            text += f", p50 {statistics.median(self.times):.1f} ms"
+        if self.failed or self.failures:
+            first = self.failures[0] if self.failures else "?"
+            text += f"; {max(self.failed, len(self.failures))} failed (first: {first})"
+        return text
 
 
 _READER = """
 import sys, time
 from cpuset_adapters.status_socket import read_status
-path, pace, times = sys.argv[1], float(sys.argv[2]), []
+path, pace, times, failed = sys.argv[1], float(sys.argv[2]), [], []
 try:
     while True:
         start = time.perf_counter()
-        read_status(path)
-        times.append((time.perf_counter() - start) * 1000)
+        try:
+            read_status(path)
+            times.append((time.perf_counter() - start) * 1000)
+        except OSError as err:
+            failed.append(f"{type(err).__name__}: {err}")
         time.sleep(pace)
 except KeyboardInterrupt:
     print("\\n".join(f"{t:.3f}" for t in times))
+    print("\\n".join(f"failed {f}" for f in failed[:1]), f"failures {len(failed)}", sep="\\n")
 """
 """A status reader of its own (a process, like ``inspect``): prints each read's milliseconds."""
 

@@ -5,13 +5,12 @@ plant (``git diff`` of the same one-line defect)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.support.plants import IN_A_CHECKOUT, REPO, applied_paths
+
 PLANTS = sorted((REPO / "src" / "cpuset_soak" / "plants").glob("*.patch"))
 
 
@@ -19,14 +18,9 @@ def test_there_are_plants() -> None:
     assert len(PLANTS) >= 10
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
-                    reason="not a git checkout")
+@pytest.mark.skipif(not IN_A_CHECKOUT, reason="not a git checkout")
 @pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.stem)
 def test_a_plant_applies_from_the_repositorys_root(plant: Path) -> None:
-    done = subprocess.run(["git", "apply", "--check", str(plant)], cwd=REPO,
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    patched = [line[6:] for line in plant.read_text().splitlines() if line.startswith("+++ b/")]
-    assert patched
+    patched = applied_paths(plant)
     assert all(path.startswith("src/cpuset_") and "cpuset_soak" not in path
                for path in patched), patched

@@ -313,8 +313,9 @@ class StatusReads:
 
 
 _READER = """
-import sys, time
+import signal, sys, time
 from cpuset_adapters.status_socket import read_status
+signal.signal(signal.SIGINT, signal.default_int_handler)
 path, pace, times, failed = sys.argv[1], float(sys.argv[2]), [], []
 try:
     while True:
@@ -329,7 +330,11 @@ except KeyboardInterrupt:
     print("\\n".join(f"{t:.3f}" for t in times))
     print("\\n".join(f"failed {f}" for f in failed[:1]), f"failures {len(failed)}", sep="\\n")
 """
-"""A status reader of its own (a process, like ``inspect``): prints each read's milliseconds."""
+"""A status reader of its own (a process, like ``inspect``): prints each read's milliseconds.
+SIGINT ends it, so it takes that signal's handler back: a shell that starts a job in the
+background without job control (``bash -c '…' &``) leaves SIGINT ignored in everything the
+job starts, and Python keeps an inherited SIG_IGN (the reader then outlived its SIGINT, in a
+CI rehearsal run that way)."""
 
 
 def main() -> int:

@@ -171,21 +171,22 @@ class SystemdScopeWriter:
         return ""
 
     def _settle(self, problems: dict[str, str], asked: int) -> None:
-        by_outcome: dict[str, list[str]] = {}
+        by_outcome: dict[str, list[tuple[str, str]]] = {}
         for unit, problem in problems.items():
-            by_outcome.setdefault(outcome_of(problem), []).append(f"{unit}: {problem}")
+            by_outcome.setdefault(outcome_of(problem), []).append((unit, problem))
         self._count("set", asked - len(problems))
-        for outcome, lines in by_outcome.items():
+        for outcome, refused in by_outcome.items():
             if outcome == "gone":
-                self._count(outcome, len(lines))
+                self._count(outcome, len(refused))
                 continue
             if outcome == "old-systemd":
                 self._never = outcome
                 self._bus.close()
-            elif any(line.split(": ", 1)[1].startswith(_PAUSING) for line in lines):
+            elif any(problem.startswith(_PAUSING) for _, problem in refused):
                 self._retry_at = self._clock() + RETRY_AFTER
                 self._bus.close()
-            self._fail(outcome, "; ".join(lines[:3]), len(lines))
+            detail = "; ".join(f"{unit}: {problem}" for unit, problem in refused[:3])
+            self._fail(outcome, detail, len(refused))
         if not by_outcome.keys() - {"gone"} and self._failing:
             _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set again",
                       extra={"after": self._failing})

@@ -280,7 +280,7 @@ class DenseBench:
             except subprocess.TimeoutExpired:
                 reader.kill()
                 out, _ = reader.communicate()
-                reads.failures.append("the reader did not stop within 30 s of SIGINT")
+                reads.fail("the reader did not stop within 30 s of SIGINT")
             reads.take(out)
 
 
@@ -289,8 +289,12 @@ class StatusReads:
     """What a status reader measured: each read's milliseconds, and the reads that failed."""
 
     times: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
     failed: int = 0
+    first_failure: str = ""
+
+    def fail(self, why: str) -> None:
+        self.failed += 1
+        self.first_failure = self.first_failure or why
 
     def take(self, out: str) -> None:
         """Parse the reader's output (``_READER``)."""
@@ -298,7 +302,7 @@ class StatusReads:
             if line.startswith("failures "):
                 self.failed += int(line.split()[1])
             elif line.startswith("failed "):
-                self.failures.append(line[len("failed "):])
+                self.first_failure = self.first_failure or line[len("failed "):]
             elif line.strip():
                 self.times.append(float(line))
 
@@ -306,9 +310,8 @@ class StatusReads:
         text = f"{len(self.times)} reads"
         if self.times:
             text += f", p50 {statistics.median(self.times):.1f} ms"
-        if self.failed or self.failures:
-            first = self.failures[0] if self.failures else "?"
-            text += f"; {max(self.failed, len(self.failures))} failed (first: {first})"
+        if self.failed:
+            text += f"; {self.failed} failed (first: {self.first_failure})"
         return text
 
 

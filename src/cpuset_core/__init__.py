@@ -8,9 +8,11 @@ placements. This module is the public, stable API; everything not listed in ``__
 from cpuset_core._version import __version__ as __version__
 from cpuset_core.classify import Classification, QoS, classify, qos_from_cgroup_parent
 from cpuset_core.cpuset import EMPTY, MAX_ID, CPUSet
+from cpuset_core.devices import DeviceLocality
 from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
+    AnnotationValueError,
     CpuListSyntaxError,
     CpusetError,
     CpuUnavailableError,
@@ -51,6 +53,7 @@ __all__ = [
     "MAX_ID",
     "AdmissionError",
     "AllocationOptions",
+    "AnnotationValueError",
     "CPUSet",
     "Classification",
     "ContainerFacts",
@@ -61,6 +64,7 @@ __all__ = [
     "CpuUnavailableError",
     "CpusetEngine",
     "CpusetError",
+    "DeviceLocality",
     "Entry",
     "FullCoresUnavailableError",
     "InsufficientCpusError",

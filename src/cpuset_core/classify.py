@@ -21,7 +21,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
+from cpuset_core.devices import hint_note, hinted_nodes, hints_wanted
 from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError, PinNotAllowedError
 from cpuset_core.model import ContainerFacts, Kind, PodFacts, subject_of
 from cpuset_core.settings import Settings
@@ -46,6 +47,9 @@ class Classification:
     """For annotated containers: the CPUs the annotation names."""
     request: int = 0
     """For integer containers: how many exclusive CPUs."""
+    near: CPUSet = EMPTY
+    """The NUMA nodes of its devices (:mod:`cpuset_core.devices`), unless the pod opted out;
+    empty: no device hint."""
 
 
 def qos_from_cgroup_parent(cgroup_parent: str) -> QoS:
@@ -87,9 +91,34 @@ def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings
     """Return the container's classification.
 
     Raises :class:`PinNotAllowedError` when the pod carries the pin annotation but its namespace
-    may not pin, and :class:`InvalidAnnotationError` when the annotation is not a valid CPU list.
+    may not pin, :class:`InvalidAnnotationError` when the annotation is not a valid CPU list,
+    and :class:`AnnotationValueError` when a device-hints annotation is neither true nor false.
     Availability of the pinned CPUs is the engine's concern, not classification's.
     """
+    decided = _classify(pod, container, settings)
+    near, note = _device_hint(pod, container)
+    if not note:
+        return decided
+    return Classification(kind=decided.kind, pins=decided.pins, request=decided.request,
+                          near=near, reason=f"{decided.reason}; {note}")
+
+
+def _device_hint(pod: PodFacts | None, container: ContainerFacts) -> tuple[CPUSet, str]:
+    """The container's device hint and what its reason says of it ("" when it has no
+    devices). The opt-out annotations are checked whether or not it has devices: a bad value
+    is refused the same way wherever it appears."""
+    annotations = pod.annotations if pod is not None else {}
+    wanted = hints_wanted(annotations, container.name, subject_of(pod, container))
+    if not container.devices:
+        return EMPTY, ""
+    if not wanted:
+        return EMPTY, "device hints off by annotation"
+    nodes = hinted_nodes(container.devices)
+    return nodes, hint_note(container.devices, nodes)
+
+
+def _classify(pod: PodFacts | None, container: ContainerFacts,
+              settings: Settings) -> Classification:
     if pod is not None and settings.pin_annotation in pod.annotations:
         if not settings.may_pin(pod.namespace):
             raise PinNotAllowedError(subject_of(pod, container), settings.pin_annotation,

@@ -65,6 +65,19 @@ class InvalidAnnotationError(AdmissionError):
                                   f"at position {cause.position}")
 
 
+class AnnotationValueError(AdmissionError):
+    """An annotation of this project's that takes one of a few words has another value."""
+
+    reason = "invalid-annotation"
+
+    def __init__(self, subject: str, key: str, value: str, allowed: Sequence[str]) -> None:
+        self.key = key
+        self.value = value
+        self.allowed = tuple(allowed)
+        super().__init__(subject, f"annotation {key}={value!r} is invalid: expected "
+                                  f"{' or '.join(repr(a) for a in self.allowed)}")
+
+
 class PinNotAllowedError(AdmissionError):
     """The pod's namespace may not use the pin annotation (``pin_namespaces``)."""
 

@@ -42,6 +42,9 @@ class Entry:
     """For a pin naming CPUs that are offline: every CPU its annotation names (``cpus`` holds
     the online part; a shared entry, none of them is online), so the pin comes back when they
     do. ``None`` otherwise."""
+    near: CPUSet = EMPTY
+    """The NUMA nodes of its devices (``Classification.near``): a rebuild or a move places it
+    near them again."""
 
 
 _NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})

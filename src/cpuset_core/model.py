@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.devices import DeviceLocality
 from cpuset_core.errors import CpuListSyntaxError
 
 
@@ -64,6 +65,9 @@ class ContainerFacts:
     """Where its cgroup is, as the runtime gives it (OCI ``linux.cgroupsPath``: a path, or the
     systemd driver's ``slice:prefix:name``); "" when unknown. Lets an adapter read what the
     kernel enforces (:mod:`cpuset_core.verify`); decisions never depend on it."""
+    devices: tuple[DeviceLocality, ...] = ()
+    """The devices it was given and where the kernel puts them (read by an adapter): an
+    integer container's exclusive CPUs are taken near them (:mod:`cpuset_core.devices`)."""
 
 
 def parse_reported(text: str) -> CPUSet | None:

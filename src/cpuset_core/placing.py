@@ -62,12 +62,13 @@ class Live:
                                mems="" if entry.mems is None else entry.mems.format())
         if entry.kind is Kind.ANNOTATED or entry.pins_asked is not None:
             pins = entry.pins_asked if entry.pins_asked is not None else entry.cpus
-            decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason)
+            decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason,
+                                      near=entry.near)
         elif entry.kind is Kind.INTEGER or entry.request:
             decision = Classification(kind=Kind.INTEGER, request=entry.request,
-                                      reason=entry.reason)
+                                      reason=entry.reason, near=entry.near)
         else:
-            decision = Classification(kind=Kind.SHARED, reason=entry.reason)
+            decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near)
         return cls(facts, entry.subject, decision)
 
 
@@ -102,15 +103,27 @@ def place_pin(topology: Topology, settings: Settings, item: Live) -> Pinned:
         problems.append(NumaResolutionError(item.subject, usable.format(), str(exc)))
     entry = Entry(container_id=item.facts.id, subject=item.subject,
                   sandbox_id=item.facts.sandbox_id, kind=Kind.ANNOTATED, cpus=usable, mems=mems,
-                  reason=item.decision.reason, pins_asked=pins if usable != pins else None)
+                  reason=item.decision.reason, pins_asked=pins if usable != pins else None,
+                  near=item.decision.near)
     return Pinned(entry, tuple(problems))
+
+
+def away_from_devices(topology: Topology, cpus: CPUSet, near: CPUSet) -> str:
+    """What a placement's reason says when ``cpus`` lie outside the NUMA nodes ``near`` of the
+    container's devices ("" when they do not, or without a hint). A pin keeps what it asked;
+    this says it is remote."""
+    nodes = topology.numa_nodes_of(cpus)
+    if not near or nodes <= near:
+        return ""
+    return f"away from its devices: CPUs {cpus} on NUMA node {nodes}, devices on {near}"
 
 
 def choose_exclusive(allocator: ExclusiveAllocator, options: AllocationOptions, subject: str,
                      count: int, free: CPUSet, *, exclusive: CPUSet,
-                     prefer_numa: CPUSet | None = None) -> Choice:
+                     prefer_numa: CPUSet | None = None, near: CPUSet = EMPTY) -> Choice:
     """``count`` exclusive CPUs out of ``free`` for ``subject``, under the operator's
-    allocation ``options`` (``exclusive``, ``prefer_numa``: see ``ExclusiveAllocator.choose``).
+    allocation ``options`` (``exclusive``, ``prefer_numa``, ``near``: see
+    ``ExclusiveAllocator.choose``).
 
     Raises :class:`InsufficientCpusError` when ``free`` holds fewer than ``count``, and
     :class:`FullCoresUnavailableError` when whole cores cannot make ``count``.
@@ -119,7 +132,7 @@ def choose_exclusive(allocator: ExclusiveAllocator, options: AllocationOptions, 
         raise InsufficientCpusError(subject, count, len(free))
     try:
         return allocator.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa,
-                                options=options)
+                                near=near, options=options)
     except WholeCoresUnavailableError as exc:
         raise FullCoresUnavailableError(subject, count, exc.detail) from exc
 
@@ -137,7 +150,8 @@ def resize_exclusive(topology: Topology, allocator: ExclusiveAllocator,
         # Placed before whole-core mode was on: growing or shrinking it in place would keep a
         # half core, so it is placed afresh (its own CPUs count as free), near its memory.
         choice = choose_exclusive(allocator, options, subject, wanted, free,
-                                  exclusive=exclusive, prefer_numa=topology.numa_nodes_of(current))
+                                  exclusive=exclusive, prefer_numa=topology.numa_nodes_of(current),
+                                  near=item.decision.near)
         return choice.cpus, f"re-placed on whole cores, {choice.describe()}"
     if wanted < len(current):
         # Its own CPUs are the free set: the allocator keeps whole cores and one NUMA node.
@@ -149,7 +163,8 @@ def resize_exclusive(topology: Topology, allocator: ExclusiveAllocator,
         raise InsufficientCpusError(subject, wanted, len(free) + len(current))
     try:
         choice = choose_exclusive(allocator, options, subject, extra, free, exclusive=exclusive,
-                                  prefer_numa=topology.numa_nodes_of(current))
+                                  prefer_numa=topology.numa_nodes_of(current),
+                                  near=item.decision.near)
     except FullCoresUnavailableError as exc:  # name the size asked, not the step
         raise FullCoresUnavailableError(
             subject, wanted, f"growing from {len(current)} by {extra}: {exc.why}") from exc
@@ -160,7 +175,7 @@ def integer_entry(item: Live, cpus: CPUSet, reason: str | None = None) -> Entry:
     """``item`` as an integer container owning ``cpus`` (``reason``: its classification's)."""
     return Entry(container_id=item.facts.id, subject=item.subject,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
-                 request=item.decision.request,
+                 request=item.decision.request, near=item.decision.near,
                  reason=item.decision.reason if reason is None else reason)
 
 
@@ -169,4 +184,5 @@ def shared_entry(item: Live) -> Entry:
     a later rebuild tries it again."""
     return Entry(container_id=item.facts.id, subject=item.subject,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.SHARED, reason=item.decision.reason,
-                 pins_asked=item.decision.pins, request=item.decision.request)
+                 pins_asked=item.decision.pins, request=item.decision.request,
+                 near=item.decision.near)

@@ -28,6 +28,7 @@ from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.placing import (
     Live,
+    away_from_devices,
     choose_exclusive,
     integer_entry,
     place_pin,
@@ -158,6 +159,8 @@ class ChangePlanner:
                 whole_cores=self.settings.allocation.full_physical_cores, why=exc.detail) from exc
         result, updates = apply_moves(working, moves, entry.cpus, pinned_by=item.subject)
         reason = item.decision.reason
+        if remote := away_from_devices(self.topology, entry.cpus, entry.near):
+            reason += f"; {remote}"
         if moves:
             reason += f"; moved {', '.join(m.entry.subject for m in moves)}"
         return self._finish(result.with_entry(entry), entry.container_id,
@@ -176,10 +179,13 @@ class ChangePlanner:
         choice = reuse_choice(self.left_behind.of(item.facts.sandbox_id), request,
                               free=free, exclusive=working.exclusive, allocator=self.allocator,
                               options=self.settings.allocation)
+        near = item.decision.near
+        if choice is not None and away_from_devices(self.topology, choice.cpus, near):
+            choice = None  # warm caches are worth less than its devices' node
         how = "reuses CPUs its pod's completed container(s) held: " if choice else ""
         if choice is None:
             choice = choose_exclusive(self.allocator, self.settings.allocation, item.subject,
-                                      request, free, exclusive=working.exclusive)
+                                      request, free, exclusive=working.exclusive, near=near)
         return self._admit_integer(working, item, choice.cpus,
                                    f"{item.decision.reason}; {how}{choice.describe()}")
 

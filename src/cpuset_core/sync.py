@@ -166,7 +166,8 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
     for item in pending:
         try:
             cpus = choose_exclusive(allocator, options, item.subject, item.decision.request,
-                                    state.free(), exclusive=state.exclusive).cpus
+                                    state.free(), exclusive=state.exclusive,
+                                    near=item.decision.near).cpus
         except (InsufficientCpusError, FullCoresUnavailableError) as problem:
             state.demote(item, problem)
             continue
@@ -183,7 +184,8 @@ def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
     request = item.decision.request
     try:
         cpus: CPUSet | None = choose_exclusive(allocator, options, item.subject, request,
-                                               state.free(), exclusive=state.exclusive).cpus
+                                               state.free(), exclusive=state.exclusive,
+                                               near=item.decision.near).cpus
     except (InsufficientCpusError, FullCoresUnavailableError):
         cpus = None  # not enough free CPUs, or none that add up in whole cores
     if cpus is not None and state.admit(item, cpus):

@@ -22,7 +22,8 @@ options in ``options.py``; this module fits the domain and says how.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.policy.domain import Domain, Take, take_threads
@@ -49,6 +50,8 @@ class Choice:
     orphans: int
     beside_exclusive: int
     splits: int
+    devices: str = ""
+    """How it stands to the container's devices ("" without a device hint)."""
 
     def describe(self) -> str:
         """One line for logs and ``explain``."""
@@ -59,7 +62,17 @@ class Choice:
                             if self.beside_exclusive else ""))
         if self.splits:
             parts.append(f"{self.splits} split core(s)")
-        return f"{self.domain}: {', '.join(parts)}"
+        near = f"{self.devices}: " if self.devices else ""
+        return f"{near}{self.domain}: {', '.join(parts)}"
+
+
+class _Scope(NamedTuple):
+    """Where a choice is made: L3 groups, NUMA nodes and sockets (restricted to a device
+    hint's nodes, or the whole machine's)."""
+
+    l3: Sequence[Domain]
+    numa: Sequence[Domain]
+    sockets: Sequence[Domain]
 
 
 def _choice(take: Take, domain: str) -> Choice:
@@ -97,6 +110,7 @@ class ExclusiveAllocator:
         self._sockets = tuple(
             self._domain(2, s, -1, s, mask, node_mask=0, socket_mask=mask)
             for s in topology.sockets if (mask := topology.cpus_of_socket(s).mask & online))
+        self._machine = _Scope(self._l3, self._numa, self._sockets)
 
     def _domain(self, level: int, order: int, node: int, socket: int, mask: int, *,
                 node_mask: int, socket_mask: int) -> Domain:
@@ -109,20 +123,23 @@ class ExclusiveAllocator:
         return CPUSet.from_mask(sum(core for core in self._cores if core & mask == core))
 
     def take(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
-             prefer_numa: CPUSet | None = None,
+             prefer_numa: CPUSet | None = None, near: CPUSet = EMPTY,
              options: AllocationOptions = DEFAULT_OPTIONS) -> CPUSet:
         """Return ``count`` CPUs out of ``free`` (see :meth:`choose`)."""
         return self.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa,
-                           options=options).cpus
+                           near=near, options=options).cpus
 
     def choose(self, free: CPUSet, count: int, *, exclusive: CPUSet = EMPTY,
-               prefer_numa: CPUSet | None = None,
+               prefer_numa: CPUSet | None = None, near: CPUSet = EMPTY,
                options: AllocationOptions = DEFAULT_OPTIONS) -> Choice:
         """Choose ``count`` CPUs out of ``free`` and say how.
 
         ``exclusive`` are CPUs owned by other exclusive containers (to keep new threads off their
         cores); ``prefer_numa`` names NUMA nodes to try first (a container being moved stays
-        near its memory). Raises ``ValueError`` when ``free`` has fewer than ``count`` CPUs, and
+        near its memory). ``near`` is a device hint: the NUMA nodes of the container's devices.
+        When their free CPUs hold the request, the choice is made among them alone, by the same
+        rules; otherwise over the whole machine, as without a hint (best effort). Raises
+        ``ValueError`` when ``free`` has fewer than ``count`` CPUs, and
         :class:`WholeCoresUnavailableError` (a ``ValueError``) when ``options.full_physical_cores``
         is set and no set of wholly free cores adds up to ``count``.
         """
@@ -131,11 +148,51 @@ class ExclusiveAllocator:
                           beside_exclusive=0, splits=0)
         if free.mask.bit_count() < count:
             raise ValueError(f"{count} CPUs requested but only {len(free)} free")
+        if near:
+            aligned = self.near_devices(free, count, near, exclusive=exclusive,
+                                        prefer_numa=prefer_numa, options=options)
+            if isinstance(aligned, Choice):
+                return aligned
+            unaligned = self.choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa,
+                                    options=options)
+            return replace(unaligned, devices=aligned)
+        return self._choose(free, count, exclusive=exclusive, prefer_numa=prefer_numa,
+                            options=options, scope=self._machine)
+
+    def near_devices(self, free: CPUSet, count: int, near: CPUSet, *, exclusive: CPUSet = EMPTY,
+                     prefer_numa: CPUSet | None = None,
+                     options: AllocationOptions = DEFAULT_OPTIONS) -> Choice | str:
+        """``count`` CPUs from the NUMA nodes ``near`` alone, or why they do not hold them.
+
+        Within those nodes the rules are the whole machine's (L3, NUMA node, then the fewest
+        of those nodes); a request larger than any one of them spans only them.
+        """
+        inside = [d for d in self._numa if d.node in near]
+        mask = sum(d.mask for d in inside)
+        within = CPUSet.from_mask(free.mask & mask)
+        nodes = "NUMA node" + ("s" if len(near) > 1 else "")
+        shortfall = f"its devices' {nodes} {near} hold only {len(within)} free CPU(s)"
+        if len(within) < count:
+            return shortfall
+        l3 = tuple(d for d in self._l3 if d.node in near)
+        sockets = tuple(replace(s, mask=s.mask & mask, cores=tuple(
+            c & mask for c in s.cores if c & mask)) for s in self._sockets if s.mask & mask)
+        try:
+            chosen = self._choose(within, count, exclusive=exclusive, prefer_numa=prefer_numa,
+                                  options=options, scope=_Scope(l3, tuple(inside), sockets))
+        except WholeCoresUnavailableError as exc:
+            return f"{shortfall}, not as whole cores ({exc.detail})"
+        return replace(chosen, devices=f"near its devices ({nodes} {near})")
+
+    def _choose(self, free: CPUSet, count: int, *, exclusive: CPUSet,
+                prefer_numa: CPUSet | None, options: AllocationOptions, scope: _Scope) -> Choice:
+        """The choice over ``scope``: the whole machine's domains, or those inside a device
+        hint."""
         free_mask, others = free.mask, exclusive.mask
         if options.full_physical_cores:
             free_mask = self.whole_core_cpus(free).mask
             self._check_whole_cores(free_mask, count)
-        levels: list[Sequence[Domain]] = [self._l3, self._numa]
+        levels: list[Sequence[Domain]] = [scope.l3, scope.numa]
         if options.keep_free_numa_nodes:
             # Domains in NUMA nodes something already uses first: a wholly free node stays
             # whole for a later NUMA-sized request, at the price of L3 confinement.
@@ -151,7 +208,7 @@ class ExclusiveAllocator:
             if found is not None:
                 domain, take = found
                 return _choice(take, _describe(domain, free_mask))
-        return self._spanning(free_mask, count, others, options)
+        return self._spanning(free_mask, count, others, options, scope=scope)
 
     def _check_whole_cores(self, free_whole: int, count: int) -> None:
         size = self._uniform_core_size
@@ -163,14 +220,14 @@ class ExclusiveAllocator:
             raise WholeCoresUnavailableError(
                 count, f"only {available} free CPU(s) lie in wholly free cores")
 
-    def _spanning(self, free: int, count: int, exclusive: int,
-                  options: AllocationOptions) -> Choice:
-        """Take from several NUMA nodes (``spanning.py``): the sockets that hold the request
-        (else the whole machine) are the scopes; the best node set is laid out packed or
-        spread as the options say."""
-        fitting = [s for s in self._sockets if s.free_in(free) >= count]
-        scopes = [[d for d in self._numa if d.socket == s.socket] for s in fitting] or \
-            [list(self._numa)]
+    def _spanning(self, free: int, count: int, exclusive: int, options: AllocationOptions, *,
+                  scope: _Scope) -> Choice:
+        """Take from several of ``scope``'s NUMA nodes (``spanning.py``): its sockets that
+        hold the request (else all its nodes) are the scopes; the best node set is laid out
+        packed or spread as the options say."""
+        fitting = [s for s in scope.sockets if s.free_in(free) >= count]
+        scopes = [[d for d in scope.numa if d.socket == s.socket] for s in fitting] or \
+            [list(scope.numa)]
         found = best_node_set(scopes, free, count, exclusive, whole=options.full_physical_cores)
         if found is None:
             # Only whole-core mode rejects candidates; the caller checked the free count.
@@ -183,8 +240,8 @@ class ExclusiveAllocator:
             if not (options.full_physical_cores and (even.splits or even.orphans)):
                 take = even
         nodes = CPUSet(d.node for d in chosen)
-        sockets = {d.socket for d in chosen}
-        where = (f"NUMA nodes {nodes} of socket {chosen[0].socket}" if len(sockets) == 1
+        spanned = {d.socket for d in chosen}
+        where = (f"NUMA nodes {nodes} of socket {chosen[0].socket}" if len(spanned) == 1
                  else f"NUMA nodes {nodes} across sockets")
         layout = ", spread evenly" if spread and len(chosen) > 1 else ""
         return _choice(take, f"{where}{layout} (no single NUMA node holds {count})")

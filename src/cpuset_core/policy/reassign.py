@@ -80,7 +80,7 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
         try:
             cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins,
                                  available=available, others=others, reserve=needed,
-                                 options=options)
+                                 options=options, near=entry.near)
         except ValueError as exc:  # whole-core mode: the free whole cores do not add up
             detail = exc.detail if isinstance(exc, WholeCoresUnavailableError) else str(exc)
             raise NoRoomToMoveError(subjects, needed + to_replace(entry.cpus),
@@ -110,23 +110,24 @@ def apply_moves(ledger: Ledger, moves: Sequence[Move], pins: CPUSet, *,
 
 def _best_new_set(topology: Topology, allocator: ExclusiveAllocator, current: CPUSet, *,
                   pins: CPUSet, available: CPUSet, others: CPUSet, reserve: int,
-                  options: AllocationOptions) -> CPUSet:
+                  options: AllocationOptions, near: CPUSet) -> CPUSet:
     """Return the better of "keep what is not pinned and top up" and "a fresh set": the one
     whose threads share fewer physical cores with anyone else; on a tie the top-up, which moves
-    fewer CPUs. Both prefer the container's own NUMA node(s). A fresh set is only taken if it
-    leaves ``reserve`` CPUs for the containers still to move."""
+    fewer CPUs. Both prefer the container's own NUMA node(s), and stay near its devices
+    (``near``) when those nodes hold it. A fresh set is only taken if it leaves ``reserve``
+    CPUs for the containers still to move."""
     keep = current - pins
     if options.full_physical_cores:
         keep = allocator.whole_core_cpus(keep)
     nodes = topology.numa_nodes_of(current)
     # Its own CPUs are not "another owner": a replacement beside them is the best place.
     top_up = _attempt(lambda: keep | allocator.take(
-        available, len(current) - len(keep), exclusive=others, prefer_numa=nodes,
+        available, len(current) - len(keep), exclusive=others, prefer_numa=nodes, near=near,
         options=options))
     pool = available | keep
     try:
         fresh: CPUSet | None = allocator.take(pool, len(current), exclusive=others,
-                                              prefer_numa=nodes, options=options)
+                                              prefer_numa=nodes, near=near, options=options)
     except ValueError:  # whole-core mode: nothing adds up, its own cores included
         if top_up is None:
             raise

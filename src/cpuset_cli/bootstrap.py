@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import os
 
     from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+    from cpuset_adapters.device_locality import LocateDevices
     from cpuset_adapters.observability.metrics import PluginMetrics
     from cpuset_adapters.systemd.scope_writer import SystemdScopeWriter
     from cpuset_cli.daemon.live_config import LiveConfig
@@ -139,14 +140,27 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     if verify_period > 0:
         verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
                                 period=verify_period)
-    publisher = None if config is None else _publisher(
-        config, service, metrics, environ, getattr(topology_source, "root", "/sys"))
+    publisher = None if config is None else _publisher(config, service, metrics, environ,
+                                                      _sysfs_root(topology_source))
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
                   start_probe=probe, publisher=publisher,
+                  locate_devices=_device_locator(_sysfs_root(topology_source)),
                   request_budget=scopes.budget)
+
+
+def _sysfs_root(topology_source: TopologySource) -> Path:
+    """The sysfs tree the topology comes from (``/sys`` for a source that names none): the
+    memory of NUMA nodes and the locality of devices are read there too."""
+    return Path(getattr(topology_source, "root", "/sys"))
+
+
+def _device_locator(sysfs_root: Path) -> LocateDevices:
+    from cpuset_adapters.device_locality import SysfsDeviceLocator  # noqa: PLC0415
+
+    return SysfsDeviceLocator(sysfs_root).locate
 
 
 def _publisher(config: LiveConfig, service: PlacementService, metrics: PluginMetrics,

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from cpuset_adapters.device_locality import LocateDevices
 from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
@@ -57,9 +58,11 @@ class CpusetNriHandler:
     def __init__(self, service: PlacementService, *,
                  on_configured: Callable[[RuntimeInfo], None] | None = None,
                  on_synchronized: Callable[[], None] | None = None,
-                 kernel_view: KernelView | None = None) -> None:
+                 kernel_view: KernelView | None = None,
+                 locate_devices: LocateDevices | None = None) -> None:
         self._service = service
         self._kernel_view = kernel_view
+        self._locate = locate_devices
         self._on_configured = on_configured
         self._on_synchronized = on_synchronized
         self.runtime: RuntimeInfo | None = None
@@ -75,8 +78,8 @@ class CpusetNriHandler:
     def on_synchronize(self, pods: Sequence[pb.PodSandbox],
                        containers: Sequence[pb.Container]) -> Sequence[pb.ContainerUpdate]:
         unstarted = {c.id for c in containers if c.state == pb.CONTAINER_CREATED}
-        facts = [translate.container_facts(c, started=c.id not in unstarted)
-                 for c in containers]
+        facts = [translate.container_facts(c, started=c.id not in unstarted,
+                                           locate=self._locate) for c in containers]
         lagging: set[str] = set()
         if self._kernel_view is not None:
             facts, lagging = _as_the_kernel_has_them(facts, self._kernel_view)
@@ -91,8 +94,8 @@ class CpusetNriHandler:
     def on_create_container(self, pod: pb.PodSandbox, container: pb.Container,
                             ) -> tuple[pb.ContainerAdjustment | None, Sequence[pb.ContainerUpdate]]:
         try:
-            admission = self._service.admit(translate.pod_facts(pod),
-                                            translate.container_facts(container))
+            admission = self._service.admit(
+                translate.pod_facts(pod), translate.container_facts(container, locate=self._locate))
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
         return translate.adjustment(admission.placement), translate.updates(admission.updates)
@@ -101,7 +104,8 @@ class CpusetNriHandler:
                             resources: pb.LinuxResources) -> Sequence[pb.ContainerUpdate]:
         """An in-place resize: the container's own update goes last (the runtime applies the
         others first, then this one in place of the kubelet's values)."""
-        facts = translate.resized(translate.container_facts(container), resources)
+        facts = translate.resized(translate.container_facts(container, locate=self._locate),
+                                  resources)
         try:
             resized = self._service.resize(translate.pod_facts(pod), facts)
         except AdmissionError as error:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cpuset_adapters.device_locality import DeviceNode, LocateDevices
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import ContainerFacts, ContainerUpdate, CPUSet, Placement, PodFacts
+from cpuset_core import (
+    ContainerFacts,
+    ContainerUpdate,
+    CPUSet,
+    Placement,
+    PodFacts,
+)
 
 
 def pod_facts(pod: pb.PodSandbox) -> PodFacts:
@@ -14,11 +21,13 @@ def pod_facts(pod: pb.PodSandbox) -> PodFacts:
                     annotations=dict(pod.annotations), cgroup_parent=pod.linux.cgroup_parent)
 
 
-def container_facts(container: pb.Container, *, started: bool = True) -> ContainerFacts:
+def container_facts(container: pb.Container, *, started: bool = True,
+                    locate: LocateDevices | None = None) -> ContainerFacts:
     """What the core needs of a container; a wrapper the runtime left out is ``None``. A
     container not ``started`` is reported without a cpuset: what its record says binds no
     process, so a rebuild places it afresh instead of letting it claim CPUs that others (which
-    run) may hold since it was given up."""
+    run) may hold since it was given up. ``locate`` finds its devices (``None``: none are
+    looked at)."""
     resources = container.linux.resources
     cpu, memory = resources.cpu, resources.memory
     return ContainerFacts(
@@ -28,7 +37,13 @@ def container_facts(container: pb.Container, *, started: bool = True) -> Contain
         cpu_period=cpu.period.value if cpu.HasField("period") else None,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
         cpus=cpu.cpus if started else "", mems=cpu.mems if started else "",
-        cgroups_path=container.linux.cgroups_path)
+        cgroups_path=container.linux.cgroups_path,
+        devices=() if locate is None else locate(device_nodes(container), container.env))
+
+
+def device_nodes(container: pb.Container) -> list[DeviceNode]:
+    """The device nodes the container is created with (OCI ``linux.devices``)."""
+    return [DeviceNode(d.path, d.type, d.major, d.minor) for d in container.linux.devices]
 
 
 def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFacts:
@@ -46,7 +61,7 @@ def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFac
         cpu_quota=pick(cpu.quota.value, facts.cpu_quota),
         cpu_period=pick(cpu.period.value, facts.cpu_period),
         memory_limit=pick(memory.limit.value, facts.memory_limit),
-        cpus=facts.cpus, mems=facts.mems)
+        cpus=facts.cpus, mems=facts.mems, devices=facts.devices)
 
 
 def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:

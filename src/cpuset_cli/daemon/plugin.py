@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from cpuset_adapters import default_paths
 from cpuset_adapters.config import Observability
 from cpuset_adapters.cri.start_probe import CriStartProbe
+from cpuset_adapters.device_locality import LocateDevices
 from cpuset_adapters.hotplug import OnlineCpuWatcher
 from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
@@ -85,6 +86,8 @@ class Daemon:
     until removed)."""
     publisher: TopologyPublisher | None = None
     """Keeps the node's NodeResourceTopology current (``None``: not published)."""
+    locate_devices: LocateDevices | None = None
+    """Finds where containers' devices are (``None``: devices are not looked at)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
     """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
@@ -100,7 +103,8 @@ class Daemon:
             self.handler.runtime, len(self.service.engine.ledger.entries)))
         self.handler = CpusetNriHandler(self.service, on_configured=self.configured,
                                         on_synchronized=self.ready_notice.synchronized,
-                                        kernel_view=self.kernel_view)
+                                        kernel_view=self.kernel_view,
+                                        locate_devices=self.locate_devices)
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
         self.metrics.watch(self.sample)

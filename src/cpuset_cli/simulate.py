@@ -4,12 +4,15 @@ The trace format (issue 4)::
 
     {"events": [{"op": "add", "id": 7, "request": 4},
                 {"op": "add", "id": 8, "request": 2, "pinned": "0-1"},
+                {"op": "add", "id": 9, "request": 2, "devices": "1"},
                 {"op": "del", "id": 7}]}
 
 * ``add`` without ``pinned`` is an integer container asking for ``request`` exclusive CPUs:
   a Guaranteed pod whose CPU limit is ``request`` × the CFS period;
 * ``add`` with ``pinned`` (a Linux CPU list) is an annotated pod pinned to those CPUs;
   ``request`` is optional for it and informational only;
+* ``devices`` (optional, on either ``add``) is a list of NUMA nodes: where the container's
+  devices are, as the plugin reads them from sysfs on a node (its device hint);
 * ``del`` removes a container.
 
 A trace is validated as a whole before anything runs, independently of admission outcomes (so
@@ -37,17 +40,19 @@ from cpuset_cli.placement_quality import (
     owner_changes,
 )
 from cpuset_core import (
+    EMPTY,
     AdmissionError,
     ContainerFacts,
     CpuListSyntaxError,
     CPUSet,
+    DeviceLocality,
     PodFacts,
     Settings,
     Topology,
 )
 from cpuset_core.policy.shared import exclusive_free
 
-_ADD_KEYS = frozenset({"op", "id", "request", "pinned"})
+_ADD_KEYS = frozenset({"op", "id", "request", "pinned", "devices"})
 _DEL_KEYS = frozenset({"op", "id"})
 
 
@@ -69,6 +74,8 @@ class AddEvent:
     request: int | None
     """CPUs asked for; ``None`` only for a pinned add that did not say."""
     pinned: CPUSet | None = None
+    devices: CPUSet = EMPTY
+    """The NUMA nodes of its devices (empty: none)."""
 
     @property
     def integer(self) -> bool:
@@ -178,21 +185,25 @@ def _event(raw: object, index: int, source: str) -> Event:
     ident = _natural(raw, "id", fail, minimum=0)
     if op == "del":
         return DelEvent(index, ident)
-    pinned: CPUSet | None = None
-    if "pinned" in raw:
-        text = raw["pinned"]
-        if not isinstance(text, str):
-            raise fail(f"\"pinned\" must be a CPU list string like \"0-1,8\", not {_kind(text)}")
-        try:
-            pinned = CPUSet.parse(text)
-        except CpuListSyntaxError as exc:
-            raise fail(f"bad \"pinned\" list {text!r}: {exc.problem} at position "
-                       f"{exc.position}") from exc
+    pinned = _cpu_list(raw, "pinned", fail) if "pinned" in raw else None
+    devices = _cpu_list(raw, "devices", fail) if "devices" in raw else EMPTY
     if "request" not in raw:
         if pinned is None:
             raise fail("missing \"request\" (the number of exclusive CPUs)")
-        return AddEvent(index, ident, None, pinned)
-    return AddEvent(index, ident, _natural(raw, "request", fail, minimum=1), pinned)
+        return AddEvent(index, ident, None, pinned, devices)
+    return AddEvent(index, ident, _natural(raw, "request", fail, minimum=1), pinned, devices)
+
+
+def _cpu_list(raw: Mapping[str, object], key: str, fail: Callable[[str], TraceError]) -> CPUSet:
+    text = raw[key]
+    if not isinstance(text, str):
+        what = "CPU" if key == "pinned" else "NUMA node"
+        raise fail(f"\"{key}\" must be a {what} list string like \"0-1,8\", not {_kind(text)}")
+    try:
+        return CPUSet.parse(text)
+    except CpuListSyntaxError as exc:
+        raise fail(f"bad \"{key}\" list {text!r}: {exc.problem} at position "
+                   f"{exc.position}") from exc
 
 
 def _natural(raw: Mapping[str, object], key: str, fail: Callable[[str], TraceError], *,
@@ -230,18 +241,22 @@ def facts_for(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerF
     asking for ``request`` whole CPUs)."""
     name = f"c{event.id}"
     container_id = str(event.id)
+    devices = (DeviceLocality(device="the trace's devices", numa_nodes=event.devices),) \
+        if event.devices else ()
     if event.pinned is not None:
         pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
                        uid=container_id,
                        annotations={settings.pin_annotation: event.pinned.format()},
                        cgroup_parent=f"/kubepods/burstable/pod{event.id}")
-        return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main")
+        return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
+                                   devices=devices)
     assert event.request is not None  # integer adds always have one (see _event)
     pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
                    uid=container_id, cgroup_parent=f"/kubepods/pod{event.id}")
     return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
                                cpu_shares=event.request * 1024,
-                               cpu_quota=event.request * CFS_PERIOD, cpu_period=CFS_PERIOD)
+                               cpu_quota=event.request * CFS_PERIOD, cpu_period=CFS_PERIOD,
+                               devices=devices)
 
 
 def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | None = None,

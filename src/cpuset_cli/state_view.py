@@ -36,6 +36,8 @@ class ContainerView:
     request: int
     reason: str
     history: list[str] = field(default_factory=list)
+    devices: str = ""
+    """The NUMA nodes of its devices (``Entry.near``); "" without a device hint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +152,8 @@ def _container(cid: str, entry: Entry, pool: CPUSet,
     return ContainerView(
         id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
         mems=entry.mems.format() if entry.mems is not None else None, request=entry.request,
-        reason=entry.reason, history=list(history.get(cid, ()))), cpus
+        reason=entry.reason, history=list(history.get(cid, ())),
+        devices=entry.near.format()), cpus
 
 
 _converter = cattrs.Converter()

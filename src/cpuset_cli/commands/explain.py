@@ -40,6 +40,9 @@ def explain(container: str, status_socket: str) -> None:
     click.echo(f"  cpus:  {found.cpus}")
     click.echo(f"  mems:  {found.mems if found.mems is not None else 'default (not pinned)'}")
     click.echo(f"  why:   {found.reason}")
+    if found.devices:
+        click.echo(f"  devices: on NUMA node {found.devices} (its exclusive CPUs are taken "
+                   f"there when they fit; a pin keeps what it asked)")
     if found.kind == "shared":
         click.echo(f"         the shared pool is online ({view.online}) minus pinned and "
                    f"exclusive CPUs (and isolated ones): {view.shared_pool}")

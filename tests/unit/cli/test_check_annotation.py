@@ -244,3 +244,31 @@ def test_it_runs_as_a_subcommand_of_a_group(tmp_path: Path) -> None:
 
     assert result.exit_code == 0, result.output
     assert "canonical   0-1" in result.stdout
+
+
+# -- the device-hints annotations --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("device-hints.nri-cpuset.io/pod", "false",
+     "every container of the pod will ignore the NUMA nodes of its devices when placed"),
+    ("device-hints.nri-cpuset.io/container.pg", "true",
+     "container 'pg' will take the NUMA nodes of its devices when placed"),
+])
+def test_a_valid_device_hints_value_says_what_it_does(key: str, value: str, says: str) -> None:
+    result = _check(value, "--key", key)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [f"valid: {key}={value}", f"  {says}"]
+
+
+def test_a_bad_device_hints_value_is_refused_in_the_plugins_words() -> None:
+    result = _check("no", "--key", "device-hints.nri-cpuset.io/pod")
+    assert result.exit_code == 3
+    assert result.output.strip() == ("error: annotation device-hints.nri-cpuset.io/pod='no' is "
+                                     "invalid: expected 'true' or 'false'")
+
+
+def test_an_unknown_key_is_refused_naming_the_ones_it_checks() -> None:
+    result = _check("1", "--key", "example.com/thing")
+    assert result.exit_code == 3
+    assert "unknown annotation 'example.com/thing'" in result.output

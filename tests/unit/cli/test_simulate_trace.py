@@ -36,6 +36,15 @@ def test_a_trace_parses_into_add_and_del_events() -> None:
     assert [e.integer for e in events if isinstance(e, AddEvent)] == [True, False, False, True]
 
 
+def test_an_add_with_devices_is_placed_on_their_numa_node() -> None:
+    events = parse_trace(trace(add(1, 2), {"op": "add", "id": 2, "request": 2, "devices": "1"}))
+    assert events[1] == AddEvent(1, 2, 2, None, CPUSet.parse("1"))
+    placed = replay(DUAL, events).results
+    assert placed[0] == Placed(1, "0,8")  # node 0 first, as always
+    assert isinstance(placed[1], Placed)
+    assert DUAL.numa_nodes_of(CPUSet.parse(placed[1].cpus)) == CPUSet.parse("1")
+
+
 def test_an_id_may_be_reused_after_its_del_and_a_rejected_add_may_be_deleted() -> None:
     events = parse_trace(trace(add(1, 99), delete(1), add(1, 2)))
     result = replay(DUAL, events)
@@ -68,6 +77,10 @@ BAD_TRACES = [
     (trace({"op": "add", "id": 1, "request": 1.5}), 0, '"request" must be an integer'),
     (trace(add(1, 0)), 0, '"request" must be at least 1, got 0'),
     (trace(add(1, 2), "add"), 1, "an event must be an object"),
+    (trace({"op": "add", "id": 1, "request": 2, "devices": 1}), 0,
+     '"devices" must be a NUMA node list string like "0-1,8", not an integer 1'),
+    (trace({"op": "add", "id": 1, "request": 2, "devices": "1-"}), 0,
+     "bad \"devices\" list '1-': empty range end at position 2"),
 ]
 
 

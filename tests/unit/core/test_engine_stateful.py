@@ -35,12 +35,14 @@ from cpuset_core import (
     ContainerFacts,
     CPUSet,
     CpusetEngine,
+    DeviceLocality,
     Kind,
     PodFacts,
     Settings,
     SharedPoolExhaustedError,
     UpdateTransactionError,
 )
+from cpuset_core.policy.shared import exclusive_free
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     EPYC_LIKE,
@@ -121,6 +123,25 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
     def create_integer(self, count: int) -> object:
         pod = self._new_pod(qos="guaranteed")
         return multiple(*self._create(pod, self._container(pod, count)))
+
+    @rule(target=containers, count=st.integers(1, 6), data=st.data())
+    def create_integer_with_devices(self, count: int, data: st.DataObject) -> object:
+        """Devices on drawn NUMA nodes: when those nodes' exclusive-free CPUs hold the
+        request, the CPUs lie there; whatever the hint, every invariant holds."""
+        nodes = CPUSet(data.draw(st.sets(st.sampled_from(sorted(self.topology.numa_nodes)),
+                                         min_size=1, max_size=2)))
+        pod = self._new_pod(qos="guaranteed")
+        facts = replace(self._container(pod, count), devices=(
+            DeviceLocality(device="/dev/drawn", pci=("0000:41:00.0",), numa_nodes=nodes),))
+        free = exclusive_free(self.topology, self.engine.ledger.reserved, self.settings) \
+            - self.engine.draining
+        near = CPUSet.union_of(self.topology.cpus_of_numa(n) for n in nodes)
+        created = self._create(pod, facts)
+        placed = self.engine.placement(facts.id)
+        if created and placed is not None and placed.kind is Kind.INTEGER \
+                and not self.settings.allocation.full_physical_cores and len(free & near) >= count:
+            assert placed.cpus <= near, f"{placed.cpus} not within the devices' nodes {nodes}"
+        return multiple(*created)
 
     @rule(target=containers, data=st.data())
     def create_annotated(self, data: st.DataObject) -> object:

@@ -12,6 +12,7 @@ from cpuset_core.devices import DeviceLocality
 from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
+    AlignmentError,
     AnnotationValueError,
     CpuListSyntaxError,
     CpusetError,
@@ -33,6 +34,7 @@ from cpuset_core.invariants import violations
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
 from cpuset_core.plan import Plan
+from cpuset_core.policy.alignment import Alignment, AlignmentScope
 from cpuset_core.policy.options import AllocationOptions, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
@@ -52,6 +54,9 @@ __all__ = [
     "LIVE_SETTINGS",
     "MAX_ID",
     "AdmissionError",
+    "Alignment",
+    "AlignmentError",
+    "AlignmentScope",
     "AllocationOptions",
     "AnnotationValueError",
     "CPUSet",

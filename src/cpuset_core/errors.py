@@ -155,6 +155,20 @@ class InsufficientCpusForReassignmentError(AdmissionError):
         super().__init__(subject, message)
 
 
+class AlignmentError(AdmissionError):
+    """A strict alignment policy (``restricted``, ``single-numa-node``) cannot be met; the
+    kubelet's ``TopologyAffinityError``."""
+
+    reason = "topology-affinity"
+
+    def __init__(self, subject: str, policy: str, requested: int, why: str) -> None:
+        self.policy = policy
+        self.requested = requested
+        self.why = why
+        super().__init__(subject, f"{requested} exclusive CPU(s) cannot be aligned under the "
+                                  f"{policy} policy ([cpus] alignment): {why}")
+
+
 class SharedPoolExhaustedError(AdmissionError):
     """The change would leave no CPU for shared containers."""
 

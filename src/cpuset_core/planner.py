@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cpuset_core.classify import classify
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.draining import Draining
 from cpuset_core.errors import (
+    AlignmentError,
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
@@ -36,6 +37,7 @@ from cpuset_core.placing import (
     shared_entry,
 )
 from cpuset_core.plan import Plan, PoolChange
+from cpuset_core.policy.alignment import AlignmentScope, misalignment
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
 from cpuset_core.policy.shared import exclusive_free, shared_pool
@@ -172,6 +174,7 @@ class ChangePlanner:
             return self._place_integer(working, item)
 
     def _place_integer(self, working: Ledger, item: Live) -> Plan:
+        item = self._hinted(working, item)
         free = self._free(working)
         request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
@@ -186,17 +189,56 @@ class ChangePlanner:
         if choice is None:
             choice = choose_exclusive(self.allocator, self.settings.allocation, item.subject,
                                       request, free, exclusive=working.exclusive, near=near)
+        self._check_alignment(item, choice.cpus)
         return self._admit_integer(working, item, choice.cpus,
                                    f"{item.decision.reason}; {how}{choice.describe()}")
 
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self.base.without(item.facts.id)
+        item = self._hinted(working, item)
         free = self._free(working, but=item.facts.id)
         with self._naming_draining(working, but=item.facts.id):
             cpus, how = resize_exclusive(self.topology, self.allocator,
                                          self.settings.allocation, item, current, free=free,
                                          exclusive=working.exclusive)
+            if self._misaligned(item, cpus):
+                # Grown in place it would break the policy: placed afresh (its own CPUs count
+                # as free), it may fit one aligned set; else the check below refuses it.
+                choice = choose_exclusive(self.allocator, self.settings.allocation,
+                                          item.subject, item.decision.request, free,
+                                          exclusive=working.exclusive, near=item.decision.near,
+                                          prefer_numa=self.topology.numa_nodes_of(current))
+                if not self._misaligned(item, choice.cpus):
+                    cpus, how = choice.cpus, f"re-placed to stay aligned, {choice.describe()}"
+        self._check_alignment(item, cpus)
         return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
+
+    def _hinted(self, working: Ledger, item: Live) -> Live:
+        """``item`` with the hint the alignment policy gives it: none under ``none``; its
+        devices' nodes, and under the ``pod`` scope also the nodes and devices of its pod's
+        other integer containers."""
+        options = self.settings.allocation
+        near = item.decision.near if options.alignment.uses_devices else EMPTY
+        if options.alignment_scope is AlignmentScope.POD and options.alignment.uses_devices:
+            for entry in working.entries.values():
+                if (entry.sandbox_id == item.facts.sandbox_id and entry.kind is Kind.INTEGER
+                        and entry.container_id != item.facts.id):
+                    near |= self.topology.numa_nodes_of(entry.cpus) | entry.near
+        if near == item.decision.near:
+            return item
+        return Live(item.facts, item.subject, replace(item.decision, near=near))
+
+    def _misaligned(self, item: Live, cpus: CPUSet) -> str:
+        """What breaks the alignment policy in giving ``cpus`` to ``item`` ("" if nothing)."""
+        return misalignment(self.topology, self.settings.allocation.alignment, cpus,
+                            near=item.decision.near,
+                            eligible=exclusive_free(self.topology, EMPTY, self.settings))
+
+    def _check_alignment(self, item: Live, cpus: CPUSet) -> None:
+        """Refuses (``AlignmentError``) a choice a strict alignment policy does not allow."""
+        if why := self._misaligned(item, cpus):
+            raise AlignmentError(item.subject, self.settings.allocation.alignment.value,
+                                 len(cpus), why)
 
     @contextlib.contextmanager
     def _naming_draining(self, working: Ledger, *, but: str | None = None) -> Iterator[None]:

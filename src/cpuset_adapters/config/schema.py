@@ -12,13 +12,15 @@ import attrs
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.kubernetes.topology_object import POLICIES
-from cpuset_core import DEFAULT_PIN_ANNOTATION, Spanning
+from cpuset_core import DEFAULT_PIN_ANNOTATION, Alignment, AlignmentScope, Spanning
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_FORMATS: Final = ("json", "console")
 SPANNING: Final = tuple(spanning.value for spanning in Spanning)
+ALIGNMENTS: Final = tuple(alignment.value for alignment in Alignment)
+ALIGNMENT_SCOPES: Final = tuple(scope.value for scope in AlignmentScope)
 TOPOLOGY_POLICIES: Final = POLICIES
 """``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
@@ -44,6 +46,8 @@ class Cpus:
     full_physical_cores: bool = False
     numa_spanning: str = "pack"
     keep_free_numa_nodes: bool = False
+    alignment: str = "best-effort"
+    alignment_scope: str = "container"
     min_shared_pool: int = 0
 
 

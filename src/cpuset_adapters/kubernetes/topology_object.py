@@ -18,7 +18,10 @@ vocabulary (:data:`POLICIES`):
   otherwise; what the plugin would have spread over several nodes is refused before it is
   scheduled.
 
-The scope is ``container``: the plugin decides each container on its own (decision 1).
+When the node itself enforces a strict alignment policy (``[cpus] alignment`` ``restricted`` or
+``single-numa-node``), that is what the object declares, whatever the section asks: the
+scheduler and the node then agree. The scope is the node's ``[cpus] alignment_scope``
+(``container`` by default: the plugin decides each container on its own, decision 1).
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ KIND: Final = "NodeResourceTopology"
 PLURAL: Final = "noderesourcetopologies"
 
 POLICIES: Final = ("best-effort", "single-numa-node")
-"""The ``topologyManagerPolicy`` values the publisher may declare (see the module docstring)."""
-SCOPE: Final = "container"
+"""The ``topologyManagerPolicy`` values ``topology_publisher.policy`` may ask to declare (see
+the module docstring)."""
 
 MANAGED_BY: Final = {"app.kubernetes.io/managed-by": "nri-cpuset"}
 
@@ -58,10 +61,19 @@ def build_topology_object(*, node_name: str, topology: Topology, ledger: Ledger,
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
         "kind": KIND,
         "metadata": {"name": node_name, "labels": dict(MANAGED_BY)},
-        "attributes": [{"name": "topologyManagerPolicy", "value": policy},
-                       {"name": "topologyManagerScope", "value": SCOPE}],
+        "attributes": [{"name": "topologyManagerPolicy",
+                        "value": declared_policy(settings, policy)},
+                       {"name": "topologyManagerScope",
+                        "value": settings.allocation.alignment_scope.value}],
         "zones": zones,
     }
+
+
+def declared_policy(settings: Settings, asked: str) -> str:
+    """What the object declares: the node's strict alignment policy when it enforces one,
+    else what ``topology_publisher.policy`` asks (``asked``)."""
+    alignment = settings.allocation.alignment
+    return alignment.value if alignment.strict else asked
 
 
 def zone_name(node: int) -> str:

@@ -228,7 +228,11 @@ class ExclusiveAllocator:
         fitting = [s for s in scope.sockets if s.free_in(free) >= count]
         scopes = [[d for d in scope.numa if d.socket == s.socket] for s in fitting] or \
             [list(scope.numa)]
-        found = best_node_set(scopes, free, count, exclusive, whole=options.full_physical_cores)
+        strict = options.alignment.strict
+        if strict and fitting:
+            scopes.append(list(scope.numa))  # the fewest nodes may lie across sockets
+        found = best_node_set(scopes, free, count, exclusive, whole=options.full_physical_cores,
+                              nodes_first=strict)
         if found is None:
             # Only whole-core mode rejects candidates; the caller checked the free count.
             raise WholeCoresUnavailableError(count, "no choice of wholly free cores adds up "

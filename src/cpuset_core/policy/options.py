@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cpuset_core.policy.alignment import Alignment, AlignmentScope
+
 
 class Spanning(enum.Enum):
     """How a request that no single NUMA node holds is spread over the nodes it needs."""
@@ -36,9 +38,21 @@ class AllocationOptions:
     even when that gives up L3 confinement, so wholly free nodes stay free for NUMA-sized
     requests (docs/allocation.md has the measured trade-off)."""
 
+    alignment: Alignment = Alignment.BEST_EFFORT
+    """How strictly integer containers' CPUs are aligned with NUMA nodes and their devices
+    (``policy/alignment.py``): ``none``, ``best-effort``, ``restricted``,
+    ``single-numa-node``; the strict ones refuse what cannot be aligned."""
+    alignment_scope: AlignmentScope = AlignmentScope.CONTAINER
+    """Whose hints count: each container's own (``container``) or its pod's (``pod``)."""
+
     def __post_init__(self) -> None:
         if not isinstance(self.numa_spanning, Spanning):
             raise ValueError(f"numa_spanning must be a Spanning, got {self.numa_spanning!r}")
+        if not isinstance(self.alignment, Alignment):
+            raise ValueError(f"alignment must be an Alignment, got {self.alignment!r}")
+        if not isinstance(self.alignment_scope, AlignmentScope):
+            raise ValueError(f"alignment_scope must be an AlignmentScope, got "
+                             f"{self.alignment_scope!r}")
 
 
 DEFAULT_OPTIONS = AllocationOptions()

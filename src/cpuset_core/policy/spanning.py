@@ -15,9 +15,10 @@ from cpuset_core.policy.domain import Domain, Take, take_threads
 
 
 def best_node_set(scopes: Sequence[Sequence[Domain]], free: int, count: int, exclusive: int, *,
-                  whole: bool) -> tuple[list[Domain], Take] | None:
+                  whole: bool, nodes_first: bool = False) -> tuple[list[Domain], Take] | None:
     """The best-ranked node set over ``scopes`` and its packed take; ``None`` when ``whole``
-    (whole-core mode) rules every candidate out."""
+    (whole-core mode) rules every candidate out. ``nodes_first``: the fewest nodes outrank a
+    clean take (a strict alignment policy refuses more nodes than needed)."""
     best: tuple[tuple[int, ...], list[Domain], Take] | None = None
     for scope in scopes:
         for chosen in node_sets(scope, free, count):
@@ -27,8 +28,10 @@ def best_node_set(scopes: Sequence[Sequence[Domain]], free: int, count: int, exc
                                 exclusive)
             if whole and (take.splits or take.orphans):
                 continue
-            key = (take.splits, take.beside_exclusive, len(chosen), take.cores_touched,
-                   sum(d.free_in(free) for d in chosen), chosen[0].order)
+            # Under a strict alignment policy the fewest nodes outrank a clean take.
+            key = (len(chosen) if nodes_first else 0, take.splits, take.beside_exclusive,
+                   len(chosen), take.cores_touched, sum(d.free_in(free) for d in chosen),
+                   chosen[0].order)
             if best is None or key < best[0]:
                 best = (key, chosen, take)
     return None if best is None else (best[1], best[2])

@@ -17,7 +17,14 @@ import pytest
 import yaml
 
 from cpuset_adapters.kubernetes.topology_object import build_topology_object
-from cpuset_core import CpusetEngine, Settings, Topology
+from cpuset_core import (
+    Alignment,
+    AlignmentScope,
+    AllocationOptions,
+    CpusetEngine,
+    Settings,
+    Topology,
+)
 from tests.unit.core.engine_steps import annotated_ctr, integer_ctr
 from tests.unit.core.topologies import DUAL_SOCKET, OFFLINE_ISO, cpus
 
@@ -123,6 +130,21 @@ def test_the_attributes_declare_the_policy_and_the_container_scope() -> None:
                       for a in published(CpusetEngine(DUAL_SOCKET), policy)["attributes"]}
         assert attributes == {"topologyManagerPolicy": policy,
                               "topologyManagerScope": "container"}
+
+
+@pytest.mark.parametrize(("alignment", "scope", "asked", "declared"), [
+    (Alignment.BEST_EFFORT, AlignmentScope.CONTAINER, "single-numa-node", "single-numa-node"),
+    (Alignment.NONE, AlignmentScope.POD, "best-effort", "best-effort"),
+    (Alignment.RESTRICTED, AlignmentScope.CONTAINER, "best-effort", "restricted"),
+    (Alignment.SINGLE_NUMA_NODE, AlignmentScope.POD, "best-effort", "single-numa-node"),
+])
+def test_a_node_enforcing_a_strict_alignment_declares_it_and_its_scope(
+        alignment: Alignment, scope: AlignmentScope, asked: str, declared: str) -> None:
+    settings = Settings(allocation=AllocationOptions(alignment=alignment, alignment_scope=scope))
+    attributes = {a["name"]: a["value"]
+                  for a in published(CpusetEngine(DUAL_SOCKET, settings), asked)["attributes"]}
+    assert attributes == {"topologyManagerPolicy": declared,
+                          "topologyManagerScope": scope.value}
 
 
 def test_an_unknown_policy_is_refused() -> None:

@@ -19,7 +19,14 @@ from cpuset_adapters.config import (
     parse_listen,
     to_settings,
 )
-from cpuset_core import AllocationOptions, CPUSet, Settings, Spanning
+from cpuset_core import (
+    Alignment,
+    AlignmentScope,
+    AllocationOptions,
+    CPUSet,
+    Settings,
+    Spanning,
+)
 from tests.unit.core.topologies import OFFLINE_ISO
 
 
@@ -47,6 +54,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         full_physical_cores = true
         numa_spanning = "spread"
         keep_free_numa_nodes = true
+        alignment = "restricted"
+        alignment_scope = "pod"
         min_shared_pool = 2
         [runtime]
         nri_socket = "/run/nri/nri.sock"
@@ -70,7 +79,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 26
+    assert len(keys()) == 28
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
@@ -85,7 +94,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         pin_annotation="example.com/cpus", pin_namespaces=("storage", "team-*"),
         system_reserved=CPUSet([0, 1]), strict_reservation=True, exclusive_on_isolated=True,
         allocation=AllocationOptions(full_physical_cores=True, numa_spanning=Spanning.SPREAD,
-                                     keep_free_numa_nodes=True),
+                                     keep_free_numa_nodes=True, alignment=Alignment.RESTRICTED,
+                                     alignment_scope=AlignmentScope.POD),
         min_shared_pool=2)
 
 
@@ -103,6 +113,11 @@ def test_every_key_of_the_documented_schema_loads() -> None:
     ("[cpus]\nmin_shared_pool = -1", "cpus.min_shared_pool = -1: must be 0 or more"),
     ('[cpus]\nnuma_spanning = "even"',
      'cpus.numa_spanning = "even": must be one of pack, spread'),
+    ('[cpus]\nalignment = "strict"',
+     'cpus.alignment = "strict": must be one of none, best-effort, restricted, '
+     'single-numa-node'),
+    ('[cpus]\nalignment_scope = "node"',
+     'cpus.alignment_scope = "node": must be one of container, pod'),
     ('[pinning]\nnamespaces = ["a", ""]', 'pinning.namespaces[1] = "": empty pattern'),
     ('[pinning]\nnamespaces = ["a", 3]', "pinning.namespaces[1] = 3: expected a string"),
     ('[pinning]\nnamespaces = "storage"',

@@ -139,6 +139,7 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         created = self._create(pod, facts)
         placed = self.engine.placement(facts.id)
         if created and placed is not None and placed.kind is Kind.INTEGER \
+                and self.settings.allocation.alignment.uses_devices \
                 and not self.settings.allocation.full_physical_cores and len(free & near) >= count:
             assert placed.cpus <= near, f"{placed.cpus} not within the devices' nodes {nodes}"
         return multiple(*created)

@@ -20,7 +20,7 @@ from cpuset_adapters.cri.grpc_transport import GrpcTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import Resources
 from cpuset_adapters.cri.transport import UnaryTransport
-from cpuset_lab.pod_spec import PodSpec
+from cpuset_lab.pod_spec import Device, PodSpec
 
 
 class KubeletClient(CriClient):
@@ -105,12 +105,15 @@ class KubeletClient(CriClient):
         annotations: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
         attempt: int = 0,
+        devices: Sequence[Device] = (),
     ) -> str:
         """CreateContainer in ``pod_id``; returns the container id.
 
         ``resources`` (e.g. from ``container_resources``) replaces the individual CPU/memory
-        keywords. With ``pod_config=None`` the config ``run_pod`` used is sent again. An NRI
-        plugin's rejection surfaces as ``CriError`` whose ``details`` hold the plugin's message.
+        keywords. With ``pod_config=None`` the config ``run_pod`` used is sent again.
+        ``devices``: host device nodes the container is given (as a device plugin's allocation
+        is). An NRI plugin's rejection surfaces as ``CriError`` whose ``details`` hold the
+        plugin's message.
         """
         if pod_config is None:
             pod_config = self.pod_config(pod_id)
@@ -138,6 +141,8 @@ class KubeletClient(CriClient):
                     namespace_options=pb.NamespaceOption(
                         network=pod_config.linux.security_context.namespace_options.network,
                         pid=pb.CONTAINER, ipc=pb.POD))))
+        for device in devices:
+            config.MergeFromString(device.encoded())
         resp = self.call(
             "RuntimeService", "CreateContainer",
             pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=config,
@@ -158,10 +163,12 @@ class KubeletClient(CriClient):
         resources: Resources | None = None,
         command: Sequence[str] | None = None,
         annotations: Mapping[str, str] | None = None,
+        devices: Sequence[Device] = (),
     ) -> str:
         """create_container (with the config ``run_pod`` used) + start; returns the id."""
         container_id = self.create_container(pod_id, None, name, image, resources=resources,
-                                             command=command, annotations=annotations)
+                                             command=command, annotations=annotations,
+                                             devices=devices)
         self.start(container_id)
         return container_id
 

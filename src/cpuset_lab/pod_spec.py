@@ -1,5 +1,6 @@
 """A pod as the lab's kubelet runs it: the :class:`PodSpec` value, the ``PodSandboxConfig`` a
-kubelet would send for it, and the cgroup parent its QoS class gives it."""
+kubelet would send for it, the cgroup parent its QoS class gives it, and the :class:`Device`
+entries a container's config may carry."""
 
 from __future__ import annotations
 
@@ -58,3 +59,39 @@ class PodSpec:
             labels=pod_labels,
             annotations=dict(self.annotations or {}),
             linux=linux)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Device:
+    """A host device node given to a container: CRI's ``ContainerConfig.devices`` entry (what a
+    kubelet sends for a device plugin's allocation), which the runtime passes on to NRI as
+    ``Container.linux.devices``. ``container_path`` empty: the host path."""
+
+    host_path: str
+    container_path: str = ""
+    permissions: str = "rw"
+
+    def encoded(self) -> bytes:
+        """This entry as field 8 (``repeated Device devices``) of an encoded ``ContainerConfig``.
+
+        The product's CRI proto is the subset the plugin reads and has no ``Device``; protobuf
+        keeps the field as an unknown one when these bytes are merged into a config, and sends
+        it on with the rest (the runtime, with the full proto, reads it as devices)."""
+        device = b"".join(_length_delimited(number, value.encode()) for number, value in (
+            (1, self.container_path or self.host_path), (2, self.host_path),
+            (3, self.permissions)))
+        return _length_delimited(8, device)
+
+
+def _length_delimited(field_number: int, payload: bytes) -> bytes:
+    """One protobuf field of wire type 2 (bytes, string, sub-message)."""
+    return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)

@@ -82,16 +82,20 @@ def find_kernel(boot: Path = Path("/boot")) -> Path:
 def prepare(shape: Shape, results: Path, *, python: str, pytest_args: list[str]) -> None:
     """A fresh ``results`` directory holding what the guest reads: ``shape.json`` (the facts
     the tests check), ``plugin.toml`` and ``guest.env`` (sourced by ``scripts/vm-guest``),
-    which also names the containerd the guest runs (``NRI_CPUSET_RUNTIME`` here, 1.7 unset)."""
+    which also names the containerd the guest runs (``NRI_CPUSET_RUNTIME`` here, 1.7 unset)
+    and the drivers it loads; and the images QEMU backs the shape's NVMe drives with."""
     if results.exists():
         shutil.rmtree(results)
     results.mkdir(parents=True)
+    for drive in shape.nvme:
+        drive.make_image(results)
     (results / "shape.json").write_text(json.dumps(shape.facts(), indent=2) + "\n")
     (results / "plugin.toml").write_text(shape.plugin_config)
     values = {"REPO": str(REPO), "PYTHON": python, "SHAPE": shape.name,
               "CGROUP": str(shape.cgroup), "CGROUP_DRIVER": shape.cgroup_driver,
               "TIME_SCALE": str(TIME_SCALE), "RUNTIME": runtime_named().name,
-              "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args)}
+              "TESTS": " ".join(shape.tests), "PYTEST_ARGS": shlex.join(pytest_args),
+              "MODULES": "nvme" if shape.nvme else ""}
     passed_on = {key: value for key, value in sorted(os.environ.items())
                  if key.startswith(GUEST_TUNING)}
     (results / "guest.env").write_text(
@@ -105,7 +109,7 @@ def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[
                "--verbose", "--name", f"vm-{shape.name}", "--cpus", str(shape.cpus),
                "--memory", f"{shape.memory_mib}M", "--rwdir", str(results),
                # "=": the value starts with a dash, which argparse would take for an option.
-               f"--qemu-opts={shlex.join(shape.qemu_args())}"]
+               f"--qemu-opts={shlex.join(shape.qemu_args(results))}"]
     boot_args: tuple[str, ...] = KERNEL_ARGS
     if shape.systemd:
         command.append("--systemd")

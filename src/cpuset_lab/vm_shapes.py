@@ -9,11 +9,16 @@ CPU numbering follows QEMU's ``-smp sockets=S,cores=C,threads=T``: CPU ``n`` is 
 ``n % T`` of core ``n // T``, and socket ``n // (C*T)``; so with two threads, ``2k`` and
 ``2k+1`` are siblings. An Intel CPU model is needed for the guest to see those siblings under
 software emulation (AMD models show none).
+
+A shape may carry PCI devices on known NUMA nodes (``NvmeDrive``): each sits behind its own PCI
+expander bridge (QEMU's ``pxb-pcie``, which takes ``numa_node=``), so the guest kernel reports
+that node in the function's ``numa_node``, as firmware does for a device of a real socket.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from cpuset_core.cpuset import CPUSet
@@ -28,6 +33,51 @@ class Node:
 
     cpus: str
     memory_mib: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvmeDrive:
+    """An NVMe controller with one namespace (a sparse image file on the host), behind a PCI
+    expander bridge on NUMA node ``node`` and a root port of its own."""
+
+    name: str
+    """QEMU's id for the drive and the controller's serial number (``/sys/class/nvme/*/serial``):
+    what tells the guest which controller it is looking at."""
+    node: int
+    bus: int
+    """The bridge's first bus number (``bus_nr``): its root port is ``bus:00.0`` and the
+    controller ``bus+1:00.0``. Bridges need ranges that leave room below them."""
+    chassis: int
+    """The root port's chassis number, unique in the machine."""
+    size_mib: int = 16
+
+    @property
+    def pci_address(self) -> str:
+        """The controller's PCI function as the guest kernel names it."""
+        return f"0000:{self.bus + 1:02x}:00.0"
+
+    def image(self, directory: Path) -> Path:
+        return directory / f"{self.name}.img"
+
+    def qemu_args(self, directory: Path) -> list[str]:
+        """The bridge, its root port, the drive (backed by ``image(directory)``) and the
+        controller."""
+        bridge, port = f"pxb-{self.name}", f"rp-{self.name}"
+        return ["-device", f"pxb-pcie,id={bridge},bus_nr={self.bus},numa_node={self.node},"
+                           "bus=pcie.0",
+                "-device", f"pcie-root-port,id={port},bus={bridge},chassis={self.chassis},"
+                           "slot=0",
+                "-drive", f"if=none,id={self.name},file={self.image(directory)},format=raw",
+                "-device", f"nvme,drive={self.name},serial={self.name},bus={port}"]
+
+    def make_image(self, directory: Path) -> None:
+        """A sparse file of ``size_mib``: the guest never writes to it."""
+        with self.image(directory).open("wb") as image:
+            image.truncate(self.size_mib << 20)
+
+    def facts(self) -> dict[str, object]:
+        return {"pci": self.pci_address, "numa_node": self.node, "driver": "nvme",
+                "serial": self.name}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +106,8 @@ class Shape:
     """systemd as PID 1 (virtme-ng's ``--systemd``): containerd runs as ``containerd.service``
     with runc's systemd cgroup driver and pods get the kubelet's systemd-driver slices."""
     in_ci: bool = False
+    nvme: tuple[NvmeDrive, ...] = ()
+    """NVMe controllers on known NUMA nodes; the guest loads the ``nvme`` driver for them."""
 
     @property
     def cgroup_driver(self) -> str:
@@ -75,9 +127,10 @@ class Shape:
             return LOCAL
         return self.distances.get((min(a, b), max(a, b)), 20)
 
-    def qemu_args(self) -> list[str]:
+    def qemu_args(self, devices: Path | None = None) -> list[str]:
         """``-cpu``, ``-smp``, memory backends and ``-numa`` options (after virtme-ng's own,
-        which they override)."""
+        which they override), then the PCI devices, whose images are in ``devices`` (needed
+        when the shape has any)."""
         args = ["-cpu", CPU_MODEL, "-smp",
                 f"{self.cpus},sockets={self.sockets},cores={self.cores},threads={self.threads}"]
         for index, node in enumerate(self.nodes):
@@ -92,6 +145,11 @@ class Shape:
         for a in range(len(self.nodes)):
             for b in range(a + 1, len(self.nodes)):
                 args += ["-numa", f"dist,src={a},dst={b},val={self.distance(a, b)}"]
+        if self.nvme:
+            if devices is None:
+                raise ValueError(f"shape {self.name} has NVMe drives: name their image directory")
+            for drive in self.nvme:
+                args += drive.qemu_args(devices)
         return args
 
     def facts(self) -> dict[str, object]:
@@ -112,18 +170,26 @@ class Shape:
             "reserved": self.reserved,
             "cgroup": self.cgroup,
             "cgroup_driver": self.cgroup_driver,
+            "nvme": [drive.facts() for drive in self.nvme],
             "tests": list(self.tests),
         }
 
 
 _TWO_NODES = (Node(cpus="0-3", memory_mib=1024), Node(cpus="4-7", memory_mib=1024))
 _CORE_TESTS = ("test_shape.py", "test_smt.py", "test_numa_mems.py", "test_hotplug.py")
+# One controller per node, each behind its own expander bridge. Bus ranges 0x20 and 0x40 stay
+# clear of the root bus's (virtme-ng's own devices) and of each other.
+_NVME_PER_NODE = (NvmeDrive(name="nvme-node0", node=0, bus=0x20, chassis=10),
+                  NvmeDrive(name="nvme-node1", node=1, bus=0x40, chassis=11))
 
 SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="default",
-          summary="2 sockets x 2 cores x 2 threads, 2 NUMA nodes, cgroup v2",
+          summary="2 sockets x 2 cores x 2 threads, 2 NUMA nodes, an NVMe controller on each, "
+                  "cgroup v2",
           nodes=_TWO_NODES, distances={(0, 1): 21},
-          tests=(*_CORE_TESTS, "test_dry_run.py", "test_start_failures.py", "test_soak.py"),
+          nvme=_NVME_PER_NODE,
+          tests=(*_CORE_TESTS, "test_devices.py", "test_dry_run.py", "test_start_failures.py",
+                 "test_soak.py"),
           in_ci=True),
     # The default machine again, with only the soak: for longer walks
     # (NRI_CPUSET_VM_SOAK_MINUTES, _SEED) without the other tests' minutes.

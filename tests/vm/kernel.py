@@ -1,10 +1,14 @@
 """What the guest's kernel says, read from its own files: the CPU topology in sysfs (read here
 independently of the product's topology source, so a misreading there cannot agree with
-itself), CPU hotplug, and a container's cgroup cpuset and ``/proc/<pid>/status``.
+itself), PCI functions and the block devices they give, CPU hotplug, and a container's cgroup
+cpuset and ``/proc/<pid>/status``.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +69,51 @@ def distances(node: int) -> list[int]:
 def node_of(cpus: CPUSet) -> CPUSet:
     """The NUMA nodes ``cpus`` belong to."""
     return CPUSet(node for node, members in nodes().items() if not members.isdisjoint(cpus))
+
+
+PCI = Path("/sys/bus/pci")
+_PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+
+
+def pci_numa_node(address: str) -> int:
+    """The NUMA node the kernel gives the PCI function ``address`` (-1: the platform says
+    none)."""
+    return int((PCI / "devices" / address / "numa_node").read_text())
+
+
+def pci_functions_bound_to(driver: str) -> list[str]:
+    """The PCI functions bound to ``driver`` (none when it is not loaded)."""
+    directory = PCI / "drivers" / driver
+    if not directory.is_dir():
+        return []
+    return sorted(entry.name for entry in directory.iterdir()
+                  if _PCI_ADDRESS.fullmatch(entry.name))
+
+
+def nvme_serials(address: str) -> list[str]:
+    """The serial numbers of the NVMe controllers of the PCI function ``address``."""
+    return sorted((path / "serial").read_text().strip()
+                  for path in (PCI / "devices" / address / "nvme").glob("nvme*"))
+
+
+def disks_of(address: str) -> list[str]:
+    """The ``/dev`` nodes of the whole disks (partitions left out) whose sysfs device path runs
+    through the PCI function ``address``."""
+    return sorted(f"/dev/{entry.name}" for entry in Path("/sys/class/block").iterdir()
+                  if not (entry / "partition").exists()
+                  and address in entry.resolve().parts)
+
+
+def block_device_pci(node: str | Path) -> str:
+    """The PCI function a block device node hangs off: its major:minor through
+    ``/sys/dev/block`` to the nearest PCI address up the device path."""
+    info = os.stat(node)
+    assert stat.S_ISBLK(info.st_mode), f"{node} is not a block device"
+    device = Path(f"/sys/dev/block/{os.major(info.st_rdev)}:{os.minor(info.st_rdev)}").resolve()
+    for part in reversed(device.parts):
+        if _PCI_ADDRESS.fullmatch(part):
+            return part
+    raise AssertionError(f"{node} ({device}) is under no PCI function")
 
 
 def set_online(cpu: int, *, state: bool) -> None:

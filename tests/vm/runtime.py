@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
 from cpuset_lab.containerd_service import ServiceContainerd
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.pod_spec import Device, PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.vm import kernel
 
@@ -204,9 +204,10 @@ class Pods:
         self.pods.append(pod_id)
         return pod_id
 
-    def container(self, pod_id: str, name: str, resources: Resources) -> str:
+    def container(self, pod_id: str, name: str, resources: Resources, *,
+                  devices: Sequence[Device] = ()) -> str:
         cid = self.guest.cri.run_container(pod_id, name, self.guest.lab.image,
-                                           resources=resources)
+                                           resources=resources, devices=devices)
         pod_name = self.guest.cri.pod_config(pod_id).metadata.name
         self.names[cid] = f"{pod_name}/{name}"
         return cid

@@ -1,5 +1,6 @@
 """The guest is the machine its shape claims to be (every other test's expectations rest on it),
-and ``nri-cpuset topology`` reads it as the kernel describes it."""
+its PCI devices are on the NUMA nodes the shape puts them, and ``nri-cpuset topology`` reads it
+as the kernel describes it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from cpuset_cli.commands.topology import topology
 from cpuset_core.cpuset import CPUSet
 from tests.vm import kernel
 from tests.vm.conftest import ShapeFacts
+from tests.vm.runtime import wait_until
 
 
 def test_the_kernel_has_the_shapes_sockets_cores_and_threads(shape: ShapeFacts) -> None:
@@ -31,6 +33,22 @@ def test_the_kernel_has_the_shapes_numa_nodes_memory_and_distances(shape: ShapeF
 
 def test_the_kernel_isolates_exactly_the_shapes_cpus(shape: ShapeFacts) -> None:
     assert kernel.isolated() == CPUSet.parse(shape["isolated"], allow_empty=True)
+
+
+def test_each_nvme_controller_is_on_the_shapes_numa_node_and_gives_one_disk(
+        shape: ShapeFacts) -> None:
+    expected = {drive["pci"]: drive["numa_node"] for drive in shape["nvme"]}
+    # Exactly the shape's controllers, bound: the driver is loaded and found each of them.
+    assert kernel.pci_functions_bound_to("nvme") == sorted(expected)
+    assert {address: kernel.pci_numa_node(address) for address in expected} == expected
+    for drive in shape["nvme"]:
+        # The serial says which of QEMU's controllers sits at this address.
+        assert kernel.nvme_serials(drive["pci"]) == [drive["serial"]]
+        # The namespace is scanned after the driver binds, asynchronously.
+        wait_until(lambda address=drive["pci"]: bool(kernel.disks_of(address)),
+                   f"the disk of {drive['pci']}", 10)
+        (disk,) = kernel.disks_of(drive["pci"])
+        assert kernel.block_device_pci(disk) == drive["pci"]
 
 
 def test_cgroups_are_the_shapes_version_with_a_cpuset_controller(shape: ShapeFacts) -> None:

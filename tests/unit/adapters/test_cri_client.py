@@ -22,7 +22,7 @@ from cpuset_adapters.cri.results import Resources
 from cpuset_adapters.cri.transport import UnaryTransport
 from cpuset_adapters.grpc_status import StatusCode
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.pod_spec import Device, PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus
 
 UID = "0f6a1c2e-1111-4d2b-9c3a-5e6f7a8b9c0d"
@@ -210,6 +210,44 @@ def test_client_speaks_the_cri_wire(fake: tuple[KubeletClient, _DryRunRuntime]) 
     assert status.resources is not None
     assert status.resources.cpuset_cpus == "1"
     assert (status.created_at, status.started_at, status.finished_at) == (11, 12, 0)
+
+
+def _cri_devices(config: bytes) -> list[tuple[str, str, str]]:
+    """``ContainerConfig.devices`` of an encoded config, read with the layout of the real CRI
+    proto (``repeated Device devices = 8``; ``Device``: container_path 1, host_path 2,
+    permissions 3), which the product's subset lacks."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    layout = descriptor_pb2.FileDescriptorProto(name="cri_devices.proto", package="cri",
+                                                syntax="proto3")
+    device = layout.message_type.add(name="Device")
+    for number, name in enumerate(("container_path", "host_path", "permissions"), start=1):
+        device.field.add(name=name, number=number, type=field.TYPE_STRING,
+                         label=field.LABEL_OPTIONAL)
+    layout.message_type.add(name="ContainerConfig").field.add(
+        name="devices", number=8, type=field.TYPE_MESSAGE, type_name=".cri.Device",
+        label=field.LABEL_REPEATED)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(layout)
+    decoded = message_factory.GetMessageClass(pool.FindMessageTypeByName("cri.ContainerConfig"))()
+    decoded.ParseFromString(config)
+    return [(d.container_path, d.host_path, d.permissions) for d in decoded.devices]
+
+
+def test_devices_reach_the_runtime_as_cri_container_config_devices(
+        fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
+    client, runtime = fake
+    pod = client.run_pod(PodSpec(name="io", uid=UID))
+    client.create_container(pod, None, "app", "img:1", resources=guaranteed(2, "64Mi"), devices=[
+        Device(host_path="/dev/nvme1n1"),
+        Device(host_path="/dev/nvme0n1", container_path="/dev/disk", permissions="r")])
+    create = runtime.requests[-1]
+    assert isinstance(create, pb.CreateContainerRequest)
+    assert _cri_devices(create.config.SerializeToString()) == [
+        ("/dev/nvme1n1", "/dev/nvme1n1", "rw"), ("/dev/disk", "/dev/nvme0n1", "r")]
+    assert create.config.linux.resources.cpu_quota == 200_000  # the rest of the config intact
+    assert create.config.metadata.name == "app"
 
 
 def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:

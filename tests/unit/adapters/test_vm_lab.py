@@ -11,7 +11,7 @@ import pytest
 
 from cpuset_lab import vm
 from cpuset_lab.vm_results import Counts, Outcome, judge, summary_table
-from cpuset_lab.vm_shapes import SHAPES, Node, Shape
+from cpuset_lab.vm_shapes import SHAPES, Node, NvmeDrive, Shape
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"
 errors="{errors}" failures="{failures}" skipped="{skipped}" tests="{tests}" time="1.0">
@@ -108,6 +108,42 @@ def test_a_memoryless_node_gets_cpus_but_no_memory_backend() -> None:
     assert "-numa dist,src=0,dst=1,val=12" in args
     assert shape.facts()["memoryless"] == [1]
     assert shape.facts()["cores"] == ["0-1", "2-3", "4-5", "6-7"]
+
+
+def test_an_nvme_drive_sits_behind_an_expander_bridge_on_its_node_at_the_address_it_states(
+        tmp_path: Path) -> None:
+    drive = NvmeDrive(name="nv1", node=1, bus=0x40, chassis=11)
+    shape = Shape(name="t", summary="", tests=(), nodes=(
+        Node(cpus="0-3", memory_mib=512), Node(cpus="4-7", memory_mib=512)), nvme=(drive,))
+    args = shape.qemu_args(tmp_path)
+    assert args[args.index("-device", args.index("dist,src=0,dst=1,val=20")):] == [
+        "-device", "pxb-pcie,id=pxb-nv1,bus_nr=64,numa_node=1,bus=pcie.0",
+        "-device", "pcie-root-port,id=rp-nv1,bus=pxb-nv1,chassis=11,slot=0",
+        "-drive", f"if=none,id=nv1,file={tmp_path / 'nv1.img'},format=raw",
+        "-device", "nvme,drive=nv1,serial=nv1,bus=rp-nv1"]
+    # The bridge's bus 0x40 holds its root port; the controller is on the bus below.
+    assert shape.facts()["nvme"] == [
+        {"pci": "0000:41:00.0", "numa_node": 1, "driver": "nvme", "serial": "nv1"}]
+    with pytest.raises(ValueError, match="image directory"):
+        shape.qemu_args()
+
+
+def test_a_shape_with_nvme_drives_gets_sparse_images_and_the_guest_loads_the_driver(
+        tmp_path: Path) -> None:
+    default = SHAPES["default"]
+    assert sorted(d.node for d in default.nvme) == [0, 1]
+    assert len({d.pci_address for d in default.nvme}) == len({d.chassis for d in default.nvme}) == 2
+    vm.prepare(default, tmp_path / "r", python="/py", pytest_args=[])
+    for drive in default.nvme:
+        image = (tmp_path / "r" / f"{drive.name}.img").stat()
+        assert image.st_size == drive.size_mib << 20
+        assert image.st_blocks == 0  # sparse: nothing written
+    assert "MODULES=nvme\n" in (tmp_path / "r" / "guest.env").read_text()
+    command = " ".join(vm.vng_command(default, tmp_path / "r", vng="vng", kernel=Path("/k")))
+    assert f"file={tmp_path / 'r' / 'nvme-node1.img'}" in command
+    vm.prepare(SHAPES["memoryless"], tmp_path / "m", python="/py", pytest_args=[])
+    assert "MODULES=''\n" in (tmp_path / "m" / "guest.env").read_text()
+    assert not list((tmp_path / "m").glob("*.img"))
 
 
 def test_every_shape_names_test_modules_that_exist_and_ci_runs_the_default() -> None:

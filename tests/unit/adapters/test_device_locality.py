@@ -12,26 +12,11 @@ import pytest
 
 from cpuset_adapters.device_locality import DeviceNode, SysfsDeviceLocator
 from cpuset_core import CPUSet, DeviceLocality
+from tests.support.fake_sysfs import link, pci_function
 
 ROOT_PORT = "devices/pci0000:40/0000:40:00.0"
 NVME_FN = "0000:41:00.0"
 NIC_VF = "0000:3b:02.1"
-
-
-def link(tree: Path, name: str, target: str) -> None:
-    """A relative symlink ``name`` → ``target`` (both under ``tree``), as sysfs has them."""
-    path = tree / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(os.path.relpath(tree / target, path.parent))
-
-
-def function(tree: Path, parent: str, address: str, numa_node: str) -> str:
-    """A PCI function under ``parent`` with its numa_node, listed in /sys/bus/pci/devices."""
-    where = f"{parent}/{address}"
-    (tree / where).mkdir(parents=True)
-    (tree / where / "numa_node").write_text(numa_node + "\n")
-    link(tree, f"bus/pci/devices/{address}", where)
-    return where
 
 
 @pytest.fixture
@@ -39,11 +24,11 @@ def sysfs(tmp_path: Path) -> Path:
     """An NVMe controller on node 1 (namespace 259:1, controller char 242:0), a virtio disk
     whose function reports -1 (254:0), a loop device (7:0), /dev/null (1:3), a VFIO group
     of two functions on node 0, an RDMA device on node 1, an SR-IOV VF on node 0."""
-    nvme = function(tmp_path, ROOT_PORT, NVME_FN, "1")
+    nvme = pci_function(tmp_path, ROOT_PORT, NVME_FN, "1")
     (tmp_path / nvme / "nvme/nvme0/nvme0n1").mkdir(parents=True)
     link(tmp_path, "dev/block/259:1", f"{nvme}/nvme/nvme0/nvme0n1")
     link(tmp_path, "dev/char/242:0", f"{nvme}/nvme/nvme0")
-    virtio = function(tmp_path, "devices/pci0000:00", "0000:00:02.0", "-1")
+    virtio = pci_function(tmp_path, "devices/pci0000:00", "0000:00:02.0", "-1")
     (tmp_path / virtio / "virtio1/block/vda").mkdir(parents=True)
     link(tmp_path, "dev/block/254:0", f"{virtio}/virtio1/block/vda")
     (tmp_path / "devices/virtual/block/loop0").mkdir(parents=True)
@@ -51,13 +36,13 @@ def sysfs(tmp_path: Path) -> Path:
     (tmp_path / "devices/virtual/mem/null").mkdir(parents=True)
     link(tmp_path, "dev/char/1:3", "devices/virtual/mem/null")
     for address in ("0000:05:00.0", "0000:05:00.1"):
-        where = function(tmp_path, "devices/pci0000:00/0000:00:1d.0", address, "0")
+        where = pci_function(tmp_path, "devices/pci0000:00/0000:00:1d.0", address, "0")
         link(tmp_path, f"kernel/iommu_groups/17/devices/{address}", where)
-    rdma = function(tmp_path, ROOT_PORT, "0000:42:00.0", "1")
+    rdma = pci_function(tmp_path, ROOT_PORT, "0000:42:00.0", "1")
     (tmp_path / rdma / "infiniband_verbs/uverbs0").mkdir(parents=True)
     link(tmp_path, "class/infiniband_verbs/uverbs0", f"{rdma}/infiniband_verbs/uverbs0")
     link(tmp_path, f"{rdma}/infiniband_verbs/uverbs0/device", rdma)
-    function(tmp_path, "devices/pci0000:3a/0000:3a:00.0", NIC_VF, "0")
+    pci_function(tmp_path, "devices/pci0000:3a/0000:3a:00.0", NIC_VF, "0")
     return tmp_path
 
 

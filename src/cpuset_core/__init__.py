@@ -35,7 +35,7 @@ from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts
 from cpuset_core.plan import Plan
 from cpuset_core.policy.alignment import Alignment, AlignmentScope
-from cpuset_core.policy.options import AllocationOptions, Spanning
+from cpuset_core.policy.options import AllocationOptions, MemoryBinding, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.starts import (
@@ -77,6 +77,7 @@ __all__ = [
     "InvalidAnnotationError",
     "Kind",
     "Ledger",
+    "MemoryBinding",
     "NumaResolutionError",
     "PinNotAllowedError",
     "Placement",

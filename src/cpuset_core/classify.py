@@ -25,6 +25,7 @@ from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.devices import hint_note, hinted_nodes, hints_wanted
 from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError, PinNotAllowedError
 from cpuset_core.model import ContainerFacts, Kind, PodFacts, subject_of
+from cpuset_core.policy.options import MemoryBinding
 from cpuset_core.settings import Settings
 
 
@@ -50,6 +51,8 @@ class Classification:
     near: CPUSet = EMPTY
     """The NUMA nodes of its devices (:mod:`cpuset_core.devices`), unless the pod opted out;
     empty: no device hint."""
+    bind_memory: bool = False
+    """For integer containers: ``cpuset.mems`` follows its CPUs (``[cpus] bind_memory``)."""
 
 
 def qos_from_cgroup_parent(cgroup_parent: str) -> QoS:
@@ -97,10 +100,15 @@ def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings
     """
     decided = _classify(pod, container, settings)
     near, note = _device_hint(pod, container)
-    if not note:
+    binding = settings.allocation.bind_memory
+    bind = decided.kind is Kind.INTEGER and (
+        binding is MemoryBinding.EXCLUSIVE
+        or (binding is MemoryBinding.HUGEPAGES and container.hugepages))
+    if not note and not bind:
         return decided
     return Classification(kind=decided.kind, pins=decided.pins, request=decided.request,
-                          near=near, reason=f"{decided.reason}; {note}")
+                          near=near, bind_memory=bind,
+                          reason=f"{decided.reason}; {note}" if note else decided.reason)
 
 
 def _device_hint(pod: PodFacts | None, container: ContainerFacts) -> tuple[CPUSet, str]:

@@ -65,6 +65,8 @@ class ContainerFacts:
     """Where its cgroup is, as the runtime gives it (OCI ``linux.cgroupsPath``: a path, or the
     systemd driver's ``slice:prefix:name``); "" when unknown. Lets an adapter read what the
     kernel enforces (:mod:`cpuset_core.verify`); decisions never depend on it."""
+    hugepages: bool = False
+    """Whether it has a hugepage limit (``[cpus] bind_memory = "hugepages"`` binds those)."""
     devices: tuple[DeviceLocality, ...] = ()
     """The devices it was given and where the kernel puts them (read by an adapter): an
     integer container's exclusive CPUs are taken near them (:mod:`cpuset_core.devices`)."""

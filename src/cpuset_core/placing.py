@@ -31,7 +31,7 @@ from cpuset_core.policy.exclusive import (
     ExclusiveAllocator,
     WholeCoresUnavailableError,
 )
-from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
+from cpuset_core.policy.numa import NumaUnresolvableError, bound_mems, memory_nodes_for
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
 
@@ -66,7 +66,8 @@ class Live:
                                       near=entry.near)
         elif entry.kind is Kind.INTEGER or entry.request:
             decision = Classification(kind=Kind.INTEGER, request=entry.request,
-                                      reason=entry.reason, near=entry.near)
+                                      reason=entry.reason, near=entry.near,
+                                      bind_memory=entry.mems is not None)
         else:
             decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near)
         return cls(facts, entry.subject, decision)
@@ -171,12 +172,16 @@ def resize_exclusive(topology: Topology, allocator: ExclusiveAllocator,
     return current | choice.cpus, f"grown from {len(current)}, added {choice.describe()}"
 
 
-def integer_entry(item: Live, cpus: CPUSet, reason: str | None = None) -> Entry:
-    """``item`` as an integer container owning ``cpus`` (``reason``: its classification's)."""
+def integer_entry(topology: Topology, item: Live, cpus: CPUSet,
+                  reason: str | None = None) -> Entry:
+    """``item`` as an integer container owning ``cpus`` (``reason``: its classification's),
+    with the memory nodes of ``cpus`` when its memory is bound."""
     return Entry(container_id=item.facts.id, subject=item.subject,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
+                 mems=bound_mems(topology, cpus) if item.decision.bind_memory else None,
                  request=item.decision.request, near=item.decision.near,
                  reason=item.decision.reason if reason is None else reason)
+
 
 
 def shared_entry(item: Live) -> Entry:

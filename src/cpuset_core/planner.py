@@ -159,7 +159,8 @@ class ChangePlanner:
             raise InsufficientCpusForReassignmentError(
                 item.subject, exc.conflicting, exc.needed, exc.free,
                 whole_cores=self.settings.allocation.full_physical_cores, why=exc.detail) from exc
-        result, updates = apply_moves(working, moves, entry.cpus, pinned_by=item.subject)
+        result, updates = apply_moves(self.topology, working, moves, entry.cpus,
+                                      pinned_by=item.subject)
         reason = item.decision.reason
         if remote := away_from_devices(self.topology, entry.cpus, entry.near):
             reason += f"; {remote}"
@@ -261,5 +262,6 @@ class ChangePlanner:
                 - self.draining.cpus(but=but))
 
     def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
-        return self._finish(working.with_entry(integer_entry(item, cpus, reason)), item.facts.id,
-                            Placement(kind=Kind.INTEGER, cpus=cpus), reason)
+        entry = integer_entry(self.topology, item, cpus, reason)
+        return self._finish(working.with_entry(entry), item.facts.id,
+                            Placement(kind=Kind.INTEGER, cpus=cpus, mems=entry.mems), reason)

@@ -221,7 +221,7 @@ class _IntegerPass:
         if self.shared_left and not self._pool(self.exclusive | cpus):
             return False
         self.exclusive |= cpus
-        self.admitted.append((item, integer_entry(item, cpus)))
+        self.admitted.append((item, integer_entry(self.topology, item, cpus)))
         return True
 
     def demote(self, item: Live, problem: AdmissionError) -> None:

@@ -13,6 +13,7 @@ from cpuset_adapters.config.schema import (
     ALIGNMENTS,
     LOG_FORMATS,
     LOG_LEVELS,
+    MEMORY_BINDINGS,
     SPANNING,
     TOPOLOGY_POLICIES,
     Config,
@@ -73,6 +74,7 @@ def _cpus(config: Config) -> Iterator[Problem]:
     yield from _choice("cpus.numa_spanning", config.cpus.numa_spanning, SPANNING)
     yield from _choice("cpus.alignment", config.cpus.alignment, ALIGNMENTS)
     yield from _choice("cpus.alignment_scope", config.cpus.alignment_scope, ALIGNMENT_SCOPES)
+    yield from _choice("cpus.bind_memory", config.cpus.bind_memory, MEMORY_BINDINGS)
     if config.cpus.min_shared_pool < 0:
         yield _bad("cpus.min_shared_pool", config.cpus.min_shared_pool, "must be 0 or more")
 

@@ -12,7 +12,13 @@ import attrs
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.kubernetes.topology_object import POLICIES
-from cpuset_core import DEFAULT_PIN_ANNOTATION, Alignment, AlignmentScope, Spanning
+from cpuset_core import (
+    DEFAULT_PIN_ANNOTATION,
+    Alignment,
+    AlignmentScope,
+    MemoryBinding,
+    Spanning,
+)
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
@@ -21,6 +27,7 @@ LOG_FORMATS: Final = ("json", "console")
 SPANNING: Final = tuple(spanning.value for spanning in Spanning)
 ALIGNMENTS: Final = tuple(alignment.value for alignment in Alignment)
 ALIGNMENT_SCOPES: Final = tuple(scope.value for scope in AlignmentScope)
+MEMORY_BINDINGS: Final = tuple(binding.value for binding in MemoryBinding)
 TOPOLOGY_POLICIES: Final = POLICIES
 """``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
@@ -48,6 +55,7 @@ class Cpus:
     keep_free_numa_nodes: bool = False
     alignment: str = "best-effort"
     alignment_scope: str = "container"
+    bind_memory: str = "none"
     min_shared_pool: int = 0
 
 

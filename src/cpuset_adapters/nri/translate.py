@@ -38,6 +38,8 @@ def container_facts(container: pb.Container, *, started: bool = True,
         memory_limit=memory.limit.value if memory.HasField("limit") else None,
         cpus=cpu.cpus if started else "", mems=cpu.mems if started else "",
         cgroups_path=container.linux.cgroups_path,
+        # The kubelet sends a limit for every page size, 0 for those not asked for.
+        hugepages=any(h.limit > 0 for h in resources.hugepage_limits),
         devices=() if locate is None else locate(device_nodes(container), container.env))
 
 
@@ -61,7 +63,7 @@ def resized(facts: ContainerFacts, resources: pb.LinuxResources) -> ContainerFac
         cpu_quota=pick(cpu.quota.value, facts.cpu_quota),
         cpu_period=pick(cpu.period.value, facts.cpu_period),
         memory_limit=pick(memory.limit.value, facts.memory_limit),
-        cpus=facts.cpus, mems=facts.mems, devices=facts.devices)
+        cpus=facts.cpus, mems=facts.mems, hugepages=facts.hugepages, devices=facts.devices)
 
 
 def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:

@@ -1,4 +1,5 @@
-"""Memory nodes (``cpuset.mems``) for pinned CPUs."""
+"""Memory nodes (``cpuset.mems``) for pinned CPUs, and for integer containers whose memory is
+bound (``[cpus] bind_memory``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def memory_nodes_for(topology: Topology, cpus: CPUSet) -> CPUSet:
     for node in nodes - with_memory:
         result |= _nearest_memory_nodes(topology, node, with_memory)
     return result
+
+
+def bound_mems(topology: Topology, cpus: CPUSet) -> CPUSet | None:
+    """The memory nodes a bound integer container on ``cpus`` gets: theirs (the nearest ones
+    with memory for a memoryless node), or ``None`` (left as they are) when the firmware does
+    not say which are nearest."""
+    try:
+        return memory_nodes_for(topology, cpus)
+    except NumaUnresolvableError:
+        return None
 
 
 def _nearest_memory_nodes(topology: Topology, node: int, with_memory: CPUSet) -> CPUSet:

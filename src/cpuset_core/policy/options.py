@@ -23,6 +23,18 @@ class Spanning(enum.Enum):
     bandwidth per node for workloads that spread their threads)."""
 
 
+class MemoryBinding(enum.Enum):
+    """Which integer containers get ``cpuset.mems`` = the memory nodes of their CPUs."""
+
+    NONE = "none"
+    """None: only pins are bound (requirement §3.3); integer containers keep every node."""
+    HUGEPAGES = "hugepages"
+    """Integer containers with a hugepage limit (their pages come from the nodes they may use:
+    bound, they come from the node of their CPUs)."""
+    EXCLUSIVE = "exclusive"
+    """Every integer container."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AllocationOptions:
     """How integer containers' exclusive CPUs are chosen. Every option may change on a running
@@ -45,7 +57,13 @@ class AllocationOptions:
     alignment_scope: AlignmentScope = AlignmentScope.CONTAINER
     """Whose hints count: each container's own (``container``) or its pod's (``pod``)."""
 
+    bind_memory: MemoryBinding = MemoryBinding.NONE
+    """Which integer containers get the memory nodes of their CPUs as ``cpuset.mems``, kept
+    right across moves and resizes (``none``, ``hugepages``, ``exclusive``)."""
+
     def __post_init__(self) -> None:
+        if not isinstance(self.bind_memory, MemoryBinding):
+            raise ValueError(f"bind_memory must be a MemoryBinding, got {self.bind_memory!r}")
         if not isinstance(self.numa_spanning, Spanning):
             raise ValueError(f"numa_spanning must be a Spanning, got {self.numa_spanning!r}")
         if not isinstance(self.alignment, Alignment):

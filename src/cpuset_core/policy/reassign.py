@@ -14,6 +14,7 @@ from cpuset_core.policy.exclusive import (
     ExclusiveAllocator,
     WholeCoresUnavailableError,
 )
+from cpuset_core.policy.numa import bound_mems
 from cpuset_core.topology import Topology
 
 
@@ -94,17 +95,20 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     return tuple(moves)
 
 
-def apply_moves(ledger: Ledger, moves: Sequence[Move], pins: CPUSet, *,
+def apply_moves(topology: Topology, ledger: Ledger, moves: Sequence[Move], pins: CPUSet, *,
                 pinned_by: str) -> tuple[Ledger, tuple[ContainerUpdate, ...]]:
     """``ledger`` with every moved container on its new CPUs, and the live updates that move
-    them off ``pins`` (the pin of ``pinned_by``)."""
+    them off ``pins`` (the pin of ``pinned_by``). A container whose memory is bound gets the
+    memory nodes of its new CPUs with them."""
     updates: list[ContainerUpdate] = []
     for move in moves:
-        ledger = ledger.with_entry(replace(move.entry, cpus=move.cpus))  # replaces its entry
+        old = move.entry
+        mems = old.mems if old.mems is None else bound_mems(topology, move.cpus) or old.mems
+        ledger = ledger.with_entry(replace(old, cpus=move.cpus, mems=mems))  # replaces it
         updates.append(ContainerUpdate(
-            container_id=move.entry.container_id, subject=move.entry.subject, kind=Kind.INTEGER,
-            cpus=move.cpus, previous_cpus=move.entry.cpus,
-            reason=f"moved off CPUs {move.entry.cpus & pins} pinned by {pinned_by}"))
+            container_id=old.container_id, subject=old.subject, kind=Kind.INTEGER,
+            cpus=move.cpus, previous_cpus=old.cpus, mems=mems, previous_mems=old.mems,
+            reason=f"moved off CPUs {old.cpus & pins} pinned by {pinned_by}"))
     return ledger, tuple(updates)
 
 

@@ -24,6 +24,7 @@ from cpuset_core import (
     AlignmentScope,
     AllocationOptions,
     CPUSet,
+    MemoryBinding,
     Settings,
     Spanning,
 )
@@ -56,6 +57,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         keep_free_numa_nodes = true
         alignment = "restricted"
         alignment_scope = "pod"
+        bind_memory = "hugepages"
         min_shared_pool = 2
         [runtime]
         nri_socket = "/run/nri/nri.sock"
@@ -79,7 +81,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 28
+    assert len(keys()) == 29
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
@@ -95,7 +97,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         system_reserved=CPUSet([0, 1]), strict_reservation=True, exclusive_on_isolated=True,
         allocation=AllocationOptions(full_physical_cores=True, numa_spanning=Spanning.SPREAD,
                                      keep_free_numa_nodes=True, alignment=Alignment.RESTRICTED,
-                                     alignment_scope=AlignmentScope.POD),
+                                     alignment_scope=AlignmentScope.POD,
+                                     bind_memory=MemoryBinding.HUGEPAGES),
         min_shared_pool=2)
 
 
@@ -118,6 +121,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
      'single-numa-node'),
     ('[cpus]\nalignment_scope = "node"',
      'cpus.alignment_scope = "node": must be one of container, pod'),
+    ('[cpus]\nbind_memory = "all"',
+     'cpus.bind_memory = "all": must be one of none, hugepages, exclusive'),
     ('[pinning]\nnamespaces = ["a", ""]', 'pinning.namespaces[1] = "": empty pattern'),
     ('[pinning]\nnamespaces = ["a", 3]', "pinning.namespaces[1] = 3: expected a string"),
     ('[pinning]\nnamespaces = "storage"',

@@ -14,7 +14,8 @@ from cpuset_core import LIVE_SETTINGS, AllocationOptions, Settings
 
 # Values that are not the default and that ``to_settings`` can read (it expects checked ones).
 OTHER_TEXT = {"cpus.reserved": "0", "cpus.numa_spanning": "spread",
-              "cpus.alignment": "single-numa-node", "cpus.alignment_scope": "pod"}
+              "cpus.alignment": "single-numa-node", "cpus.alignment_scope": "pod",
+              "cpus.bind_memory": "exclusive"}
 
 
 def other_value(key: str, value: object) -> object:

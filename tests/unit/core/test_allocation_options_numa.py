@@ -176,7 +176,8 @@ def test_settings_name_each_allocation_option_under_allocation() -> None:
     assert set(Settings().by_name()) >= LIVE_SETTINGS
     assert {name for name in LIVE_SETTINGS if name.startswith("allocation.")} == {
         "allocation.full_physical_cores", "allocation.numa_spanning",
-        "allocation.keep_free_numa_nodes", "allocation.alignment", "allocation.alignment_scope"}
+        "allocation.keep_free_numa_nodes", "allocation.alignment", "allocation.alignment_scope",
+        "allocation.bind_memory"}
 
 
 def test_spanning_must_be_a_spanning_value() -> None:

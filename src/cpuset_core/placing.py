@@ -12,6 +12,8 @@ containers the report does not list) turns entries back into containers to place
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cpuset_core.classify import Classification
@@ -117,6 +119,13 @@ def away_from_devices(topology: Topology, cpus: CPUSet, near: CPUSet) -> str:
     if not near or nodes <= near:
         return ""
     return f"away from its devices: CPUs {cpus} on NUMA node {nodes}, devices on {near}"
+
+
+def away_by_kind(topology: Topology, entries: Iterable[Entry]) -> dict[Kind, int]:
+    """How many pinned and integer ``entries`` run outside their devices' NUMA nodes, by kind
+    (for a gauge: pins that asked for it, integer containers the hint could not hold)."""
+    return dict(Counter(e.kind for e in entries if e.kind is not Kind.SHARED
+                        and away_from_devices(topology, e.cpus, e.near)))
 
 
 def choose_exclusive(allocator: ExclusiveAllocator, options: AllocationOptions, subject: str,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -57,6 +57,9 @@ class StateSample:
     containers: dict[Kind, int]
     runtime_connected: bool
     synchronized: bool
+    away_from_devices: dict[Kind, int] = field(default_factory=dict)
+    """Containers with a device hint whose CPUs lie outside their devices' NUMA nodes, by
+    kind (a pin that asked for them; an integer container the hint could not hold)."""
 
 
 class PluginMetrics:
@@ -257,6 +260,12 @@ class _StateCollector(Collector):
         for kind in Kind:
             containers.add_metric([kind.value], sample.containers.get(kind, 0))
         yield containers
+        away = GaugeMetricFamily("nri_cpuset_containers_away_from_devices", "Containers whose "
+                                 "CPUs lie outside the NUMA nodes of their devices, by kind.",
+                                 labels=["kind"])
+        for kind in (Kind.ANNOTATED, Kind.INTEGER):
+            away.add_metric([kind.value], sample.away_from_devices.get(kind, 0))
+        yield away
         yield _gauge("nri_cpuset_verify_drifting_containers", "Containers the last verifier "
                      "pass found off their placement.", self._metrics.drifting())
         current = self._metrics.topology_is_current()

@@ -40,6 +40,7 @@ from cpuset_core import (
     Topology,
     UpdateTransactionError,
 )
+from cpuset_core.placing import away_by_kind
 from cpuset_service.placement import PlacementService
 from cpuset_service.staged import apply_staged
 
@@ -276,7 +277,8 @@ class Daemon:
             exclusive_cpus=len(ledger.exclusive), pinned_cpus=len(ledger.pinned),
             shared_pool_cpus=len(engine.shared_pool()),
             containers=dict(Counter(entry.kind for entry in ledger.entries.values())),
-            runtime_connected=self.session.connected, synchronized=self.service.synchronized)
+            runtime_connected=self.session.connected, synchronized=self.service.synchronized,
+            away_from_devices=away_by_kind(engine.topology, ledger.entries.values()))
 
     def status_inputs(self) -> state_view.StatusInputs:
         """What ``inspect`` shows, taken at once (cheap: see ``state_view``)."""

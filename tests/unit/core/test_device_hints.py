@@ -19,6 +19,7 @@ from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import AnnotationValueError
 from cpuset_core.invariants import violations
 from cpuset_core.model import ContainerFacts, Kind
+from cpuset_core.placing import away_by_kind
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.options import AllocationOptions
 from cpuset_core.settings import Settings
@@ -189,6 +190,15 @@ def test_a_pin_on_its_devices_node_says_nothing_of_them_beyond_where_they_are() 
     of = pod("pin", pins="4-5")
     plan = engine.plan_create(of, with_devices(container("pin", of), NVME_ON_1))
     assert "away from its devices" not in plan.reason
+
+
+def test_pins_and_integer_containers_away_from_their_devices_are_counted_by_kind() -> None:
+    engine = CpusetEngine(DUAL_SOCKET)
+    of = pod("pin", pins="0-1")
+    engine.commit(engine.plan_create(of, with_devices(container("pin", of), NVME_ON_1)))
+    create(engine, "near", 2, NVME_ON_1)
+    create(engine, "plain", 2)
+    assert away_by_kind(DUAL_SOCKET, engine.ledger.entries.values()) == {Kind.ANNOTATED: 1}
 
 
 # -- properties --------------------------------------------------------------------------------

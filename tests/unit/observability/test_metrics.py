@@ -108,6 +108,13 @@ def test_state_gauges_follow_the_live_state_at_each_scrape() -> None:
     assert value(metrics, "nri_cpuset_runtime_connected") == 0
 
 
+def test_containers_away_from_their_devices_are_a_gauge_by_kind() -> None:
+    metrics = PluginMetrics()
+    metrics.watch(lambda: replace(STATE, away_from_devices={Kind.ANNOTATED: 2}))
+    assert value(metrics, "nri_cpuset_containers_away_from_devices", kind="annotated") == 2
+    assert value(metrics, "nri_cpuset_containers_away_from_devices", kind="integer") == 0
+
+
 def test_drift_counts_add_up_by_state() -> None:
     metrics = PluginMetrics()
     assert value(metrics, "nri_cpuset_drift_containers_total", state="unrepaired") == 0

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,18 @@ def wait_consistent(guest: Guest, timeout: float = 20) -> None:
     wait_until(lambda: not consistency_problems(guest),
                lambda: "the kernel to enforce the plugin's state:\n  "
                        + "\n  ".join(consistency_problems(guest)), timeout)
+
+
+@contextmanager
+def configured(extra: str) -> Iterator[None]:
+    """The guest plugin's configuration with ``extra`` (TOML) appended, by a live reload (the
+    file is polled every 2 s), then put back."""
+    config = RESULTS / "plugin.toml"
+    before = config.read_text()
+    config.write_text(before + "\n" + extra)
+    time.sleep(3 * SCALE)
+    try:
+        yield
+    finally:
+        config.write_text(before)
+        time.sleep(3 * SCALE)

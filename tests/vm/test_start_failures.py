@@ -11,9 +11,7 @@ start after that is refused.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -23,7 +21,15 @@ from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.pod_worker import Backoff, ContainerSpec, PodWorker
 from cpuset_lab.resources import guaranteed
 from tests.vm import kernel
-from tests.vm.runtime import DRIVER, RESULTS, SCALE, Guest, Pods, wait_consistent, wait_until
+from tests.vm.runtime import (
+    DRIVER,
+    SCALE,
+    Guest,
+    Pods,
+    configured,
+    wait_consistent,
+    wait_until,
+)
 
 VERIFY_PERIOD = 5
 """The plugin's default ``runtime.verify_period`` (host seconds; ``wait_until`` scales)."""
@@ -44,19 +50,10 @@ def held(guest: Guest) -> set[str]:
     return {c["id"] for c in guest.state()["containers"]} - {guest.web}
 
 
-@contextmanager
-def grace(seconds: int) -> Iterator[None]:
-    """The plugin's ``runtime.start_grace`` set to ``seconds`` by a live reload (its config
-    file is polled every 2 s), then put back."""
-    config = RESULTS / "plugin.toml"
-    before = config.read_text()
-    config.write_text(before + f"\n[runtime]\nstart_grace = {seconds}\n")
-    time.sleep(3 * SCALE)
-    try:
-        yield
-    finally:
-        config.write_text(before)
-        time.sleep(3 * SCALE)
+def grace(seconds: int) -> AbstractContextManager[None]:
+    """The plugin's ``runtime.start_grace`` set to ``seconds`` by a live reload, then put
+    back."""
+    return configured(f"[runtime]\nstart_grace = {seconds}\n")
 
 
 def test_a_failed_start_gives_its_cpus_back_and_the_next_attempt_fails_the_same_way(

@@ -9,34 +9,24 @@ The CEL runs on cel-python with the Kubernetes library functions in ``tests/supp
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpuset_core import DEFAULT_PIN_ANNOTATION, CpuListSyntaxError, CPUSet, InvalidAnnotationError
-from tests.support.kube_cel import FUNCTIONS, Verdict, called_functions, evaluate_policy
+from tests.support.kube_cel import Verdict, evaluate_policy
 from tests.unit.core.cpulist_corpus import ACCEPTED, ANNOTATION_VALUES, REJECTED
-from tests.unit.deploy.schema import KUBERNETES
+from tests.unit.deploy.policies import (
+    calls_only_known_functions,
+    component,
+    functions_called,
+    pod,
+)
 
-COMPONENT = KUBERNETES / "components" / "pin-annotation-policy"
-POLICY, BINDING = (d for d in yaml.safe_load_all((COMPONENT / "policy.yaml").read_text()) if d)
+POLICY, BINDING = component("pin-annotation-policy")
 CORPUS = sorted({p.values[0] for p in (*ACCEPTED, *REJECTED)} | set(ANNOTATION_VALUES))
 SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
 
-STANDARD = {"size", "has", "matches", "startsWith", "contains", "int", "string", "exists",
-            "filter", "map"}
-"""Standard CEL functions and macros the policy may call besides the Kubernetes libraries'."""
-
-
-def pod(annotations: dict[str, str] | None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "web", "namespace": "default"}
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-            "spec": {"containers": [{"name": "app", "image": "busybox"}]}}
 
 
 def admission(value: str) -> Verdict:
@@ -153,12 +143,8 @@ def test_the_binding_denies_with_this_policy() -> None:
 
 
 def test_the_policy_calls_only_functions_the_api_server_has() -> None:
-    spec = POLICY["spec"]
-    expressions = [c["expression"] for c in spec["matchConditions"]]
-    expressions += [v["expression"] for v in spec["variables"]]
-    expressions += [f"{v['expression']} {v['messageExpression']}" for v in spec["validations"]]
-    assert called_functions(expressions) <= STANDARD | set(FUNCTIONS)
-    assert {"split", "find", "indexOf", "substring", "replace"} <= called_functions(expressions)
+    assert calls_only_known_functions(POLICY)
+    assert {"split", "find", "indexOf", "substring", "replace"} <= functions_called(POLICY)
 
 
 def test_each_match_condition_stands_on_its_own() -> None:

@@ -6,34 +6,20 @@ creation only, and calls only functions the API server has from 1.30 on.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpuset_core.devices import HINTS_CONTAINER_PREFIX, HINTS_POD, hints_wanted
 from cpuset_core.errors import AnnotationValueError
-from tests.support.kube_cel import FUNCTIONS, Verdict, called_functions, evaluate_policy
-from tests.unit.deploy.schema import KUBERNETES
+from tests.support.kube_cel import Verdict, evaluate_policy
+from tests.unit.deploy.policies import calls_only_known_functions, component, pod
 
-COMPONENT = KUBERNETES / "components" / "annotations-policy"
-POLICY, BINDING = (d for d in yaml.safe_load_all((COMPONENT / "policy.yaml").read_text()) if d)
-STANDARD = {"size", "has", "matches", "startsWith", "contains", "int", "string", "exists",
-            "filter", "map"}
-
-
-def pod(annotations: dict[str, str] | None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "db", "namespace": "default"}
-    if annotations is not None:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-            "spec": {"containers": [{"name": "pg", "image": "postgres"}]}}
+POLICY, BINDING = component("annotations-policy")
 
 
 def admission(annotations: dict[str, str]) -> Verdict:
-    return evaluate_policy(POLICY, pod({"team": "a", **annotations}))
+    return evaluate_policy(POLICY, pod({"team": "a", **annotations}, name="db", container="pg"))
 
 
 def plugin(annotations: dict[str, str], container: str = "pg") -> str | None:
@@ -81,8 +67,8 @@ def test_the_policy_and_the_plugin_agree_on_random_values(key: str, value: str) 
 
 
 def test_pods_without_these_annotations_are_not_the_policys_business() -> None:
-    assert not evaluate_policy(POLICY, pod(None)).matched
-    assert not evaluate_policy(POLICY, pod({"team": "a"})).matched
+    assert not evaluate_policy(POLICY, pod(None, name="db", container="pg")).matched
+    assert not evaluate_policy(POLICY, pod({"team": "a"}, name="db", container="pg")).matched
     assert not admission({"device-hints.nri-cpuset.io/other": "x"}).matched
 
 
@@ -100,8 +86,4 @@ def test_the_binding_denies_with_this_policy() -> None:
 
 
 def test_the_policy_calls_only_functions_the_api_server_has() -> None:
-    spec = POLICY["spec"]
-    expressions = [c["expression"] for c in spec["matchConditions"]]
-    expressions += [v["expression"] for v in spec["variables"]]
-    expressions += [f"{v['expression']} {v['messageExpression']}" for v in spec["validations"]]
-    assert called_functions(expressions) <= STANDARD | set(FUNCTIONS)
+    assert calls_only_known_functions(POLICY)

@@ -27,6 +27,8 @@ from cpuset_cli.pod_specs import ContainerSpec, PodSpec, containers_in_order
 from cpuset_core import (
     AdmissionError,
     ContainerFacts,
+    CPUSet,
+    DeviceLocality,
     Kind,
     Plan,
     PodFacts,
@@ -186,7 +188,8 @@ def seed(runtime: bootstrap.DryRun, state: StateView, settings: Settings) -> lis
         containers.append((key, ContainerFacts(
             id=c.id, sandbox_id=key, name=name, cpus=c.cpus, mems=c.mems or "",
             cpu_quota=c.request * CFS_PERIOD if integer else None,
-            cpu_period=CFS_PERIOD if integer else None)))
+            cpu_period=CFS_PERIOD if integer else None,
+            devices=devices_on(c.devices, "its devices, as the live state says"))))
         pods.setdefault(key, PodFacts(sandbox_id=key, namespace=namespace, name=pod_name))
     for key, pod in pods.items():
         annotations = ({settings.pin_annotation: ",".join(sorted(pins[key]))}
@@ -199,6 +202,12 @@ def seed(runtime: bootstrap.DryRun, state: StateView, settings: Settings) -> lis
         runtime.host.start_unmanaged(facts)
     plan = runtime.synchronize()
     return [str(problem) for problem in plan.problems]
+
+
+def devices_on(nodes: str, device: str) -> tuple[DeviceLocality, ...]:
+    """A container's devices as one on the NUMA ``nodes`` (a list; "" for none)."""
+    hinted = CPUSet.parse(nodes, allow_empty=True)
+    return (DeviceLocality(device=device, numa_nodes=hinted),) if hinted else ()
 
 
 def _split_subject(subject: str, container_id: str) -> tuple[str, str, str]:

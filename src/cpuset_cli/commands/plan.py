@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 import click
@@ -14,9 +15,9 @@ from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.commands.topology_input import read_topology, source_name, topology_options
 from cpuset_cli.pod_fields import PodsInputError
-from cpuset_cli.pod_specs import PodSpec
+from cpuset_cli.pod_specs import ContainerSpec, PodSpec
 from cpuset_cli.pods import load_pods
-from cpuset_core import AdmissionError, CpusetError, Plan, Topology
+from cpuset_core import AdmissionError, CpuListSyntaxError, CPUSet, CpusetError, Plan, Topology
 
 EXIT_OK: Final = 0
 EXIT_REJECTED: Final = 3
@@ -34,12 +35,15 @@ _MAX_POOL_NAMES: Final = 3
 @config_option
 @click.option("--state", "state_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Start from a saved live state (`nri-cpuset inspect -o json > FILE`).")
+@click.option("--device", "devices", metavar="NS/POD/CONTAINER=NODES", multiple=True,
+              help="Give a container of --pods devices on these NUMA nodes (a list, e.g. 1 or "
+                   "0-1), as the plugin reads them from sysfs on a node. Repeatable.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def plan(
         pods_file: str | None, run_demo: bool, sysfs_root: str | None,
         topology_file: str | None, config_file: str | None, state_file: str | None,
-        output: str) -> None:
+        devices: tuple[str, ...], output: str) -> None:
     """Dry-run the allocator: admit pods in order through the same engine the daemon uses and
     show, per container, its kind (annotated / integer / shared), CPUs and memory nodes, the
     live moves and shared-pool changes each admission causes, and rejected containers with
@@ -58,6 +62,7 @@ def plan(
       nri-cpuset plan --pods new.yaml --state live.json
       nri-cpuset plan --demo --sysfs-root tests/fixtures/sysfs/dual-socket
       nri-cpuset plan --pods pods.json --config /etc/nri-cpuset/config.toml
+      nri-cpuset plan --pods pods.json --device shop/db/postgres=1
     """
     if run_demo == (pods_file is not None):
         raise click.UsageError("pass --pods FILE (pods to admit) or --demo (the built-in "
@@ -67,6 +72,10 @@ def plan(
         raise click.UsageError("--state applies to --pods, not to --demo")
     # Bad input is reported before anything else is printed.
     pods = _read_pods(pods_file) if pods_file is not None else ()
+    if devices:
+        if run_demo:
+            raise click.UsageError("--device applies to --pods, not to --demo")
+        pods = with_devices(pods, devices)
     state = _read_state(state_file) if state_file is not None else None
     where = source_name(sysfs_root, topology_file)
     topology = read_topology(sysfs_root, topology_file)
@@ -84,6 +93,32 @@ def plan(
     click.echo(plan_view.as_json(view) if output == "json" else _table(view))
     click.echo(f"{view.admitted} container(s) admitted, {view.rejected} rejected", err=True)
     sys.exit(EXIT_REJECTED if view.rejected else EXIT_OK)
+
+
+def with_devices(pods: Sequence[PodSpec], given: Sequence[str]) -> tuple[PodSpec, ...]:
+    """``pods`` with the devices of ``--device`` options given to the containers they name;
+    a usage error for an option that names no container or no valid list of nodes."""
+    wanted: dict[str, CPUSet] = {}
+    for option in given:
+        subject, _, nodes = option.partition("=")
+        try:
+            wanted[subject] = CPUSet.parse(nodes)
+        except CpuListSyntaxError as exc:
+            raise click.UsageError(f"--device {option}: NODES must be a list like 1 or 0-1 "
+                                   f"({exc.problem} at position {exc.position})") from exc
+    changed = []
+    for pod in pods:
+        def given_to(spec: ContainerSpec, pod: PodSpec = pod) -> ContainerSpec:
+            nodes = wanted.pop(f"{pod.facts.namespace}/{pod.facts.name}/{spec.name}", None)
+            if nodes is None:
+                return spec
+            located = plan_view.devices_on(nodes.format(), "--device")
+            return replace(spec, facts=replace(spec.facts, devices=located))
+        changed.append(replace(pod, init_containers=tuple(map(given_to, pod.init_containers)),
+                               containers=tuple(map(given_to, pod.containers))))
+    if wanted:
+        raise click.UsageError(f"--device names no container of --pods: {', '.join(wanted)}")
+    return tuple(changed)
 
 
 def _read_pods(pods_file: str) -> tuple[PodSpec, ...]:

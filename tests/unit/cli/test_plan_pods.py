@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from cpuset_adapters.topology_file_writer import write_topology
 from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
-from cpuset_core import ContainerFacts, CpusetEngine, PodFacts
+from cpuset_core import ContainerFacts, CpusetEngine, CPUSet, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
 from tests.builders.kube import container, kube_list, pod
 
@@ -263,3 +263,45 @@ def test_state_containers_that_cannot_be_placed_again_are_warnings(machine: Path
     assert len(problems) == 1
     assert "storage/io/io" in problems[0]
     assert f"warning: {state}: storage/io/io" in result.stderr
+
+
+# -- devices -----------------------------------------------------------------------------------
+
+
+def test_device_places_a_container_near_its_devices_and_says_so(machine: Path) -> None:
+    document = kube_list(pod("db", cpus("postgres", "4")), pod("nvme", cpus("io", "2")))
+    result = invoke(machine, document, "-o", "json", "--device", "default/nvme/io=1")
+    assert result.exit_code == 0, result.output
+    by_name = {s["container"]: s for s in steps(result)}
+    assert by_name["postgres"]["cpus"] == "0-1,8-9"  # node 0, as without devices
+    assert by_name["io"]["cpus"] == "4,12"  # node 1, where best fit alone would pick node 0
+    assert "devices on NUMA node 1 (--device: NUMA node 1)" in by_name["io"]["reason"]
+    assert "near its devices (NUMA node 1)" in by_name["io"]["reason"]
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("default/nope/io=1", "--device names no container of --pods: default/nope/io"),
+    ("default/nvme/io=x", "--device default/nvme/io=x: NODES must be a list like 1 or 0-1"),
+])
+def test_a_bad_device_option_is_a_usage_error(machine: Path, option: str, message: str) -> None:
+    result = invoke(machine, kube_list(pod("nvme", cpus("io", "2"))), "--device", option)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_a_saved_states_devices_steer_the_moves_a_plan_causes(machine: Path) -> None:
+    state = _saved_state(machine.parent)
+    document = json.loads(state.read_text())
+    for saved in document["containers"]:
+        if saved["subject"] == "shop/db/pg":
+            saved["devices"] = "1"  # its devices on node 1, its CPUs (0-1,8-9) on node 0
+    state.write_text(json.dumps(document))
+    pin = pod("io2", cpus("io", None), namespace="storage",
+              annotations={"weka.io/cores-ids": "0"})
+    result = invoke(machine, kube_list(pin), "--state", str(state), "-o", "json")
+    assert result.exit_code == 0, result.output
+    (step,) = steps(result)
+    (move,) = step["moves"]
+    assert move["container"] == "shop/db/pg"
+    topology = build_topology(DUAL_SOCKET_HT)
+    assert topology.numa_nodes_of(CPUSet.parse(move["cpus"])) == CPUSet([1])

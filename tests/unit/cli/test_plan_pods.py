@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from cpuset_adapters.topology_file_writer import write_topology
 from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
-from cpuset_core import ContainerFacts, CpusetEngine, CPUSet, PodFacts
+from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
 from tests.builders.kube import container, kube_list, pod
 

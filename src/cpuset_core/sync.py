@@ -167,7 +167,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
         try:
             cpus = choose_exclusive(allocator, options, item.subject, item.decision.request,
                                     state.free(), exclusive=state.exclusive,
-                                    near=item.decision.near).cpus
+                                    near=_hint(settings, item)).cpus
         except (InsufficientCpusError, FullCoresUnavailableError) as problem:
             state.demote(item, problem)
             continue
@@ -175,6 +175,12 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
             state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))
     state.make_room_for_demoted()
+
+
+def _hint(settings: Settings, item: Live) -> CPUSet:
+    """The device hint a rebuild places ``item`` by: none under the ``none`` policy (a
+    rebuild never refuses, so the strict policies place as best effort does)."""
+    return item.decision.near if settings.allocation.alignment.uses_devices else EMPTY
 
 
 def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
@@ -185,7 +191,7 @@ def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
     try:
         cpus: CPUSet | None = choose_exclusive(allocator, options, item.subject, request,
                                                state.free(), exclusive=state.exclusive,
-                                               near=item.decision.near).cpus
+                                               near=_hint(state.settings, item)).cpus
     except (InsufficientCpusError, FullCoresUnavailableError):
         cpus = None  # not enough free CPUs, or none that add up in whole cores
     if cpus is not None and state.admit(item, cpus):

@@ -204,3 +204,13 @@ def test_a_resize_under_single_numa_node_moves_to_a_node_that_holds_it_else_is_r
     with pytest.raises(AlignmentError):
         e.plan_resize(of, replace(facts, cpu_quota=6 * 100_000))
     assert e.ledger is before
+
+
+def test_a_rebuild_under_none_places_without_device_hints() -> None:
+    for policy, node in ((Alignment.NONE, 0), (Alignment.BEST_EFFORT, 1)):
+        e = engine(policy)
+        of = pod("db")
+        e.commit(e.plan_synchronize([of], [integer(of, "main", 2, on(1))]))
+        placed = e.placement("db-main")
+        assert placed is not None
+        assert DUAL_SOCKET.numa_nodes_of(placed.cpus) == CPUSet((node,)), policy

@@ -66,9 +66,12 @@ class SysfsDeviceLocator:
         seen: set[str] = set()
         for node in nodes:
             functions = self._functions_of(node)
-            if functions and node.path not in seen:
-                seen.add(node.path)
-                found.append(self._locality(node.path, functions))
+            # Named as the container sees it (NRI gives the path inside the container), with
+            # its number, which is the host's.
+            name = f"{node.path} ({node.major}:{node.minor})"
+            if functions and name not in seen:
+                seen.add(name)
+                found.append(self._locality(name, functions))
         for entry in env:
             name, _, value = entry.partition("=")
             if name.startswith(ENV_PREFIX) and entry not in seen:

@@ -53,7 +53,7 @@ def locate(sysfs: Path, *nodes: DeviceNode, env: tuple[str, ...] = ()) -> tuple[
 
 def test_an_nvme_namespace_is_on_its_controllers_functions_node(sysfs: Path) -> None:
     assert locate(sysfs, DeviceNode("/dev/nvme0n1", "b", 259, 1)) == (
-        DeviceLocality(device="/dev/nvme0n1", pci=(NVME_FN,), numa_nodes=CPUSet((1,))),)
+        DeviceLocality(device="/dev/nvme0n1 (259:1)", pci=(NVME_FN,), numa_nodes=CPUSet((1,))),)
 
 
 def test_the_nvme_controllers_char_device_is_found_the_same_way(sysfs: Path) -> None:
@@ -76,8 +76,8 @@ def test_virtual_and_unknown_devices_are_left_out(sysfs: Path) -> None:
 def test_a_vfio_group_is_on_the_nodes_of_its_functions(sysfs: Path) -> None:
     (found,) = locate(sysfs, DeviceNode("/dev/vfio/17", "c", 511, 0),
                       DeviceNode("/dev/vfio/vfio", "c", 10, 196))
-    assert found == DeviceLocality(device="/dev/vfio/17", pci=("0000:05:00.0", "0000:05:00.1"),
-                                   numa_nodes=CPUSet((0,)))
+    assert found == DeviceLocality(device="/dev/vfio/17 (511:0)",
+                                   pci=("0000:05:00.0", "0000:05:00.1"), numa_nodes=CPUSet((0,)))
 
 
 def test_an_rdma_verbs_device_without_a_dev_link_is_found_through_its_class(sysfs: Path) -> None:
@@ -136,7 +136,7 @@ def test_this_hosts_pci_block_devices_resolve_to_their_functions() -> None:
             continue
         node = int(Path(f"/sys/bus/pci/devices/{functions[0]}/numa_node").read_text())
         assert found == (DeviceLocality(
-            device=f"/dev/{target.name}", pci=(functions[0],),
+            device=f"/dev/{target.name} ({major}:{minor})", pci=(functions[0],),
             numa_nodes=CPUSet((node,)) if node >= 0 else CPUSet(),
             why="" if node >= 0 else f"numa_node is {node}"),)
         checked += 1

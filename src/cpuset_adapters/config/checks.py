@@ -9,6 +9,7 @@ from typing import Final
 
 from cpuset_adapters.config.errors import Problem
 from cpuset_adapters.config.schema import (
+    EXCLUSIVE_CPU_QUOTA,
     LOG_FORMATS,
     LOG_LEVELS,
     SPANNING,
@@ -69,6 +70,8 @@ def _cpus(config: Config) -> Iterator[Problem]:
         yield _bad("cpus.reserved", config.cpus.reserved,
                    f"invalid CPU list: {exc.problem} at position {exc.position}")
     yield from _choice("cpus.numa_spanning", config.cpus.numa_spanning, SPANNING)
+    yield from _choice("cpus.exclusive_cpu_quota", config.cpus.exclusive_cpu_quota,
+                       EXCLUSIVE_CPU_QUOTA)
     if config.cpus.min_shared_pool < 0:
         yield _bad("cpus.min_shared_pool", config.cpus.min_shared_pool, "must be 0 or more")
 

@@ -13,12 +13,14 @@ import attrs
 from cpuset_adapters import default_paths
 from cpuset_adapters.kubernetes.topology_object import POLICIES
 from cpuset_core import DEFAULT_PIN_ANNOTATION, Spanning
+from cpuset_core.quota import ExclusiveQuota
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 LOG_FORMATS: Final = ("json", "console")
 SPANNING: Final = tuple(spanning.value for spanning in Spanning)
+EXCLUSIVE_CPU_QUOTA: Final = tuple(quota.value for quota in ExclusiveQuota)
 TOPOLOGY_POLICIES: Final = POLICIES
 """``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
@@ -45,6 +47,9 @@ class Cpus:
     numa_spanning: str = "pack"
     keep_free_numa_nodes: bool = False
     min_shared_pool: int = 0
+    exclusive_cpu_quota: str = "unlimited"
+    """``unlimited``: containers with exclusive CPUs run without CFS quota (decision 41);
+    ``kubelet``: they keep the kubelet's."""
 
 
 @attrs.frozen(kw_only=True)

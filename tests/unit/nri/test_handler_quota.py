@@ -101,3 +101,20 @@ def test_a_rebuild_after_a_restart_keeps_a_lifted_container_integer_on_its_cpus(
     entry = service.ledger.entries[pg.id]
     assert (entry.kind, entry.cpus) == (Kind.INTEGER, CPUSet.parse("0,8"))
     assert cpus_of(updates) == {}  # nothing to correct: the pool does not take its CPUs
+
+
+def test_explain_says_when_a_containers_quota_was_lifted() -> None:
+    handler, service, _ = make()
+    db, web = pod("db"), pod("web", qos="burstable")
+    pg, app = container("pg", db, cpus=2), container("app", web)
+    handler.on_create_container(db, pg)
+    handler.on_create_container(web, app)
+    handler.on_update_container(db, lifted(pg), resources(1.5))
+    handler.on_update_container(db, pg, resources(2))
+    history = service.history()
+    assert history[pg.id][0].startswith("created: integer cpus=0,8 mems=default "
+                                        "cfs_quota=unlimited (")
+    assert "cfs_quota" not in history[pg.id][1]  # resized to 1500m: the kubelet's quota
+    assert history[pg.id][2].startswith("resized: integer cpus=")
+    assert "cfs_quota=unlimited" in history[pg.id][2]
+    assert "cfs_quota" not in history[app.id][0]

@@ -7,7 +7,9 @@ Decided from runtime-visible fields only:
 * **integer** — the pod's QoS class is *Guaranteed* (requests == limits for CPU and memory in
   every container: exactly the kubelet's rule, which NRI does not send directly but encodes in
   the pod's cgroup parent) **and** this container's CPU limit is whole: ``quota > 0``,
-  ``period > 0`` and ``quota % period == 0``; it gets ``quota // period`` exclusive CPUs.
+  ``period > 0`` and ``quota % period == 0``; it gets ``quota // period`` exclusive CPUs. A
+  Guaranteed container *without* quota (lifted by this plugin, decision 44, or a kubelet with
+  ``--cpu-cfs-quota=false``) is judged by its ``cpu.shares`` instead: ``N * 1024`` is N CPUs.
 * **shared** — everything else, including pods whose cgroup parent is not a kubelet one.
 
 The rule is per container, like the kubelet's static CPU manager: a Guaranteed pod may mix a
@@ -145,10 +147,31 @@ def _classify(pod: PodFacts | None, container: ContainerFacts,
         return Classification(kind=Kind.SHARED, reason=why)
     quota, period = container.cpu_quota, container.cpu_period
     if quota is None or period is None or quota <= 0 or period <= 0:
-        return Classification(kind=Kind.SHARED, reason="Guaranteed pod without a CPU limit")
+        return _by_shares(container.cpu_shares)
     if quota % period:
         millis = quota * 1000 // period
         return Classification(kind=Kind.SHARED, reason=f"fractional CPU limit {millis}m")
     count = quota // period
     return Classification(kind=Kind.INTEGER, request=count,
                           reason=f"Guaranteed pod, {count} whole CPU(s)")
+
+
+SHARES_PER_CPU = 1024
+"""The kubelet's ``cpu.shares`` per CPU requested (``MilliCPUToShares``: millis * 1024 // 1000)."""
+MAX_SHARES = 262_144
+"""The kubelet's ceiling on ``cpu.shares``: requests of 256 CPUs and more all give it."""
+
+
+def _by_shares(shares: int | None) -> Classification:
+    """A Guaranteed container without CFS quota, judged by its CPU request. Its quota is absent
+    when the plugin lifted it (``cpuset_core.quota``) or the kubelet runs with
+    ``--cpu-cfs-quota=false``; its request equals its limit, and the kubelet's shares are
+    ``millis * 1024 // 1000``, a multiple of 1024 exactly when ``millis`` is one of 1000 (a
+    fraction of a CPU adds between 1 and 1023). Shares at the ceiling no longer say the
+    request, and the minimum (2) or none means no request."""
+    if not shares or shares % SHARES_PER_CPU or shares >= MAX_SHARES:
+        why = "without a CPU limit" if not shares else f"without quota, cpu.shares {shares}"
+        return Classification(kind=Kind.SHARED, reason=f"Guaranteed pod {why}")
+    count = shares // SHARES_PER_CPU
+    return Classification(kind=Kind.INTEGER, request=count,
+                          reason=f"Guaranteed pod, {count} whole CPU(s) (by cpu.shares)")

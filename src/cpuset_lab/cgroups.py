@@ -1,7 +1,7 @@
 """Reading and cleaning up what the lab's containers leave in the kernel: processes' allowed CPUs
-and memory nodes (``/proc/<pid>/status``), online CPUs and memory nodes, and the pod-level
-cgroups a kubelet would remove. Cgroup cpuset files are read with the product's own reader
-(``cpuset_adapters.cgroupfs``).
+and memory nodes (``/proc/<pid>/status``), a cgroup's CFS quota, online CPUs and memory nodes,
+and the pod-level cgroups a kubelet would remove. Cgroup cpuset files are read with the
+product's own reader (``cpuset_adapters.cgroupfs``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from cpuset_adapters.cgroupfs import (
     CGROUP_ROOT,
     PROC_ROOT,
     CgroupCpuset,
+    cgroup_dir,
     cgroup_version,
     container_cpuset,
     expand_systemd_path,
 )
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.quota import UNLIMITED
 
 SYS_ROOT: Final = Path("/sys")
 #: v1 controllers runc creates a directory in for every container (those mounted are used).
@@ -77,6 +79,17 @@ def container_view(cgroups_path: str, pid: int, *, reads: int = 10, pause: float
         cgroup = container_cpuset(cgroups_path, root=root)
         affinity = process_affinity(pid, proc=proc)
     return cgroup, affinity
+
+
+def cfs_quota(cgroups_path: str, *, root: Path = CGROUP_ROOT) -> int:
+    """The CFS quota (microseconds per period) the kernel enforces on the cgroup at
+    ``cgroups_path``; :data:`UNLIMITED` for none. v1: ``cpu.cfs_quota_us`` (-1 for none), v2:
+    the first field of ``cpu.max`` (``max`` for none)."""
+    directory = cgroup_dir(cgroups_path, controller="cpu", root=root)
+    if cgroup_version(root) == 2:
+        limit = (directory / "cpu.max").read_text().split()[0]
+        return UNLIMITED if limit == "max" else int(limit)
+    return int((directory / "cpu.cfs_quota_us").read_text())
 
 
 def remove_cgroup(cgroups_path: str, *, root: Path = CGROUP_ROOT, parents: int = 0) -> list[Path]:

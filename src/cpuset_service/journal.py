@@ -32,12 +32,14 @@ class DecisionJournal:
                  kind=kind, cpus=None, mems=None, reason=error.reason, detail=error.detail)
 
     def admitted(self, subject: str, container_id: str, plan: Plan, placement: Placement,
-                 updates: int) -> None:
+                 updates: int, *, quota: int | None = None) -> None:
         """The container was created where ``plan`` places it, moving ``plan.moves``; its
-        answer carries ``updates`` updates of other containers."""
+        answer carries ``updates`` updates of other containers, and its own CFS ``quota``
+        (``None``: the kubelet's)."""
         self.history.restart(container_id, f"created: {placement.kind.value} "
                                            f"cpus={placement.cpus} mems="
-                                           f"{placement.mems or 'default'} ({plan.reason})")
+                                           f"{placement.mems or 'default'}{_lifted(quota)} "
+                                           f"({plan.reason})")
         for move in plan.moves:
             self.history.remember(move.container_id,
                                   f"moved {move.previous_cpus} -> {move.cpus}: {move.reason}")
@@ -46,15 +48,15 @@ class DecisionJournal:
                      mems=move.mems, reason=move.reason, previous=str(move.previous_cpus))
         decision(logging.INFO, "admit", container=subject, container_id=container_id,
                  kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
-                 reason=plan.reason, updates=updates)
+                 reason=plan.reason, updates=updates, **_quota_field(quota))
 
     def resized(self, subject: str, container_id: str, plan: Plan, placement: Placement,
-                updates: int) -> None:
+                updates: int, *, quota: int | None = None) -> None:
         self.history.remember(container_id, f"resized: {placement.kind.value} cpus="
-                                            f"{placement.cpus} ({plan.reason})")
+                                            f"{placement.cpus}{_lifted(quota)} ({plan.reason})")
         decision(logging.INFO, "resize", container=subject, container_id=container_id,
                  kind=placement.kind, cpus=placement.cpus, mems=placement.mems,
-                 reason=plan.reason, updates=updates)
+                 reason=plan.reason, updates=updates, **_quota_field(quota))
 
     def resize_without_cpus(self, subject: str, container_id: str) -> None:
         _log.warning("resize without CPUs", extra={
@@ -99,3 +101,12 @@ class DecisionJournal:
         for change in plan.moves:
             self.history.remember(change.container_id, f"moved at topology change: "
                                                        f"{change.previous_cpus} -> {change.cpus}")
+
+
+def _lifted(quota: int | None) -> str:
+    """What ``explain`` says of a container's own CFS quota: only that it was lifted."""
+    return "" if quota is None else " cfs_quota=unlimited"
+
+
+def _quota_field(quota: int | None) -> dict[str, object]:
+    return {} if quota is None else {"cfs_quota": "unlimited"}

@@ -31,6 +31,7 @@ from cpuset_core import (
 )
 from cpuset_core.drift import DriftReport, assess
 from cpuset_core.model import subject_of
+from cpuset_core.quota import ExclusiveQuota, cpu_quota
 from cpuset_service import rebuild_log
 from cpuset_service.answers import (
     Admission,
@@ -68,6 +69,9 @@ class PlacementService:
         self.starts = StartCases(self, self._journal, self.observer)
         """Containers placed and not seen to start: the rule that gives back what those that
         will not run hold (its probe and grace are set by the composition root)."""
+        self.exclusive_quota = ExclusiveQuota.UNLIMITED
+        """Exclusive containers' own CFS quota from the next admission or resize on
+        (``[cpus] exclusive_cpu_quota``, set by the composition root, live)."""
 
     # -- what is decided -------------------------------------------------------------------------
 
@@ -140,9 +144,10 @@ class PlacementService:
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         if plan.moves:
             self._moved_by.remember(container.id, plan.moves)
+        quota = cpu_quota(placement, self.exclusive_quota)
         self._journal.admitted(subject_of(pod, container), container.id, plan, placement,
-                               len(updates))
-        return Admission(placement, updates)
+                               len(updates), quota=quota)
+        return Admission(placement, updates, quota)
 
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Admission | None:
         """Re-decide a running container's cpuset from its new limits (``container`` carries
@@ -166,9 +171,11 @@ class PlacementService:
         updates = self._answers.fill(response_order(plan), container.id)
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         self.statistics.response_updates([container.id], 0)  # its own, last in the answer
+        quota = cpu_quota(placement, self.exclusive_quota)
         if plan.changes_ledger:
-            self._journal.resized(subject, container.id, plan, placement, len(updates))
-        return Admission(placement, updates)
+            self._journal.resized(subject, container.id, plan, placement, len(updates),
+                                  quota=quota)
+        return Admission(placement, updates, quota)
 
     # -- release ---------------------------------------------------------------------------------
 

@@ -21,6 +21,8 @@ LIVE_KEYS: Final = frozenset({
     "runtime.kernel_updates",
     # Whether the next kernel writes also set systemd scopes' properties.
     "runtime.systemd_units",
+    # Exclusive containers' own CFS quota, from the next admission or resize on.
+    "cpus.exclusive_cpu_quota",
     # How long the next containers not seen to start keep their CPUs.
     "runtime.start_grace",
     # What the next published NodeResourceTopology declares.

@@ -11,6 +11,7 @@ from cpuset_adapters.config.errors import Problem
 from cpuset_adapters.config.schema import (
     ALIGNMENT_SCOPES,
     ALIGNMENTS,
+    EXCLUSIVE_CPU_QUOTA,
     LOG_FORMATS,
     LOG_LEVELS,
     MEMORY_BINDINGS,
@@ -75,6 +76,8 @@ def _cpus(config: Config) -> Iterator[Problem]:
     yield from _choice("cpus.alignment", config.cpus.alignment, ALIGNMENTS)
     yield from _choice("cpus.alignment_scope", config.cpus.alignment_scope, ALIGNMENT_SCOPES)
     yield from _choice("cpus.bind_memory", config.cpus.bind_memory, MEMORY_BINDINGS)
+    yield from _choice("cpus.exclusive_cpu_quota", config.cpus.exclusive_cpu_quota,
+                       EXCLUSIVE_CPU_QUOTA)
     if config.cpus.min_shared_pool < 0:
         yield _bad("cpus.min_shared_pool", config.cpus.min_shared_pool, "must be 0 or more")
 

@@ -19,6 +19,7 @@ from cpuset_core import (
     MemoryBinding,
     Spanning,
 )
+from cpuset_core.quota import ExclusiveQuota
 
 DEFAULT_PATH: Final = default_paths.CONFIG_FILE
 
@@ -28,6 +29,7 @@ SPANNING: Final = tuple(spanning.value for spanning in Spanning)
 ALIGNMENTS: Final = tuple(alignment.value for alignment in Alignment)
 ALIGNMENT_SCOPES: Final = tuple(scope.value for scope in AlignmentScope)
 MEMORY_BINDINGS: Final = tuple(binding.value for binding in MemoryBinding)
+EXCLUSIVE_CPU_QUOTA: Final = tuple(quota.value for quota in ExclusiveQuota)
 TOPOLOGY_POLICIES: Final = POLICIES
 """``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
@@ -57,6 +59,9 @@ class Cpus:
     alignment_scope: str = "container"
     bind_memory: str = "none"
     min_shared_pool: int = 0
+    exclusive_cpu_quota: str = "unlimited"
+    """``unlimited``: containers with exclusive CPUs run without CFS quota (decision 44);
+    ``kubelet``: they keep the kubelet's."""
 
 
 @attrs.frozen(kw_only=True)

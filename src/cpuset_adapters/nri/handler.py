@@ -4,11 +4,14 @@ service's answer back into NRI messages. It decides nothing and logs no decision
 Where updates go (NRI lets no plugin call UpdateContainers while the runtime waits for an
 event's answer, so what cannot ride on an answer goes to the service's background pusher):
 
-* CreateContainer: the new container's cpuset is the adjustment; moves of integer containers
+* CreateContainer: the new container's cpuset is the adjustment (with exclusive CPUs, its
+  CFS quota lifted too: ``cpuset_core.quota``); moves of integer containers
   and shared-pool changes ride on the answer, ordered so each step is safe. containerd applies
   them before creating the container and only logs their failures (fact sheet §6.1).
 * UpdateContainer (kubelet UpdateContainerResources): the container's own cpuset is re-asserted
-  last, because the kubelet's values would otherwise replace it (§6.2).
+  last, because the kubelet's values would otherwise replace it (§6.2); with exclusive CPUs its
+  CFS quota stays lifted the same way (``cpuset_core.quota``), and a resize that makes it
+  shared leaves the kubelet's new quota in the request, which the runtime then applies.
 * StopContainer: released at stop; the containers its creation moved are re-asserted, then the
   pool's growth rides on the answer.
 * RemoveContainer, StopPodSandbox, RemovePodSandbox: released; growth goes out in the background.
@@ -98,7 +101,8 @@ class CpusetNriHandler:
                 translate.pod_facts(pod), translate.container_facts(container, locate=self._locate))
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
-        return translate.adjustment(admission.placement), translate.updates(admission.updates)
+        return (translate.adjustment(admission.placement, admission.cpu_quota),
+                translate.updates(admission.updates))
 
     def on_update_container(self, pod: pb.PodSandbox, container: pb.Container,
                             resources: pb.LinuxResources) -> Sequence[pb.ContainerUpdate]:
@@ -113,7 +117,7 @@ class CpusetNriHandler:
         if resized is None:
             return []
         own = translate.container_update(container.id, resized.placement.cpus,
-                                         resized.placement.mems)
+                                         resized.placement.mems, resized.cpu_quota)
         return [*translate.updates(resized.updates), own]
 
     def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:

@@ -35,6 +35,7 @@ from cpuset_adapters.config import (
     with_values_of,
 )
 from cpuset_core import Settings, Topology
+from cpuset_core.quota import ExclusiveQuota
 
 _log = logging.getLogger("nri_cpuset.config")
 
@@ -60,6 +61,10 @@ def stamp(path: Path) -> FileStamp | None:
 
 class Decisions(Protocol):
     """What the configuration's engine settings apply to (the placement service)."""
+
+    exclusive_quota: ExclusiveQuota
+    """Exclusive containers' own CFS quota in the next admissions and resizes
+    (``cpus.exclusive_cpu_quota``; not a core setting: the engine never reads it)."""
 
     def reconfigure(self, settings: Settings) -> None:
         """Apply live settings; raises ``ValueError`` naming restart-only ones."""
@@ -119,6 +124,7 @@ class LiveConfig:
     def attach(self, decisions: Decisions) -> None:
         """Apply the settings of every reload to ``decisions`` from now on."""
         self.decisions = decisions
+        decisions.exclusive_quota = ExclusiveQuota(self.current.cpus.exclusive_cpu_quota)
 
     def describe_source(self) -> str:
         """Where the running configuration came from, for the startup log."""
@@ -219,6 +225,7 @@ class LiveConfig:
     def _apply_live(self, new: Config) -> None:
         if self.decisions is not None:
             self.decisions.reconfigure(to_settings(new))
+            self.decisions.exclusive_quota = ExclusiveQuota(new.cpus.exclusive_cpu_quota)
         if self.kernel_updates is not None:
             self.kernel_updates(new.runtime.kernel_updates)
         if (self.systemd_units is not None

@@ -13,6 +13,7 @@ import pytest
 from cpuset_adapters.config import ConfigError, to_settings
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_core import CPUSet, CpusetEngine, Spanning
+from cpuset_core.quota import ExclusiveQuota
 from cpuset_service.placement import PlacementService
 from tests.unit.core.topologies import OFFLINE_ISO
 
@@ -127,6 +128,16 @@ def test_the_log_level_changes_live(path: Path) -> None:
         assert root.level == logging.ERROR
     finally:
         root.setLevel(saved)
+
+
+def test_the_exclusive_cpu_quota_is_set_at_attach_and_changes_live(path: Path) -> None:
+    rewrite(path, ALLOW_STORAGE + '[cpus]\nexclusive_cpu_quota = "kubelet"\n')
+    config = live(path)
+    assert isinstance(config.decisions, PlacementService)
+    assert config.decisions.exclusive_quota is ExclusiveQuota.KUBELET
+    rewrite(path, ALLOW_STORAGE)
+    assert config.reload_file("SIGHUP") is True
+    assert config.decisions.exclusive_quota is ExclusiveQuota.UNLIMITED
 
 
 def test_the_file_watcher_reloads_only_when_the_file_changed(path: Path) -> None:

@@ -59,6 +59,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         alignment_scope = "pod"
         bind_memory = "hugepages"
         min_shared_pool = 2
+        exclusive_cpu_quota = "kubelet"
         [runtime]
         nri_socket = "/run/nri/nri.sock"
         cri_socket = "/run/k3s/containerd/containerd.sock"
@@ -81,13 +82,14 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 29
+    assert len(keys()) == 30
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
     assert (config.runtime.cgroup_root, config.runtime.verify_period) == (
         "/host/sys/fs/cgroup", 2)
     assert config.runtime.kernel_updates is False
+    assert config.cpus.exclusive_cpu_quota == "kubelet"
     assert config.runtime.systemd_units is False
     assert config.runtime.start_grace == 30
     assert config.runtime.status_socket == ""
@@ -123,6 +125,10 @@ def test_every_key_of_the_documented_schema_loads() -> None:
      'cpus.alignment_scope = "node": must be one of container, pod'),
     ('[cpus]\nbind_memory = "all"',
      'cpus.bind_memory = "all": must be one of none, hugepages, exclusive'),
+    ('[cpus]\nexclusive_cpu_quota = "none"',
+     'cpus.exclusive_cpu_quota = "none": must be one of unlimited, kubelet'),
+    ("[cpus]\nexclusive_cpu_quota = false",
+     "cpus.exclusive_cpu_quota = false: expected a string"),
     ('[pinning]\nnamespaces = ["a", ""]', 'pinning.namespaces[1] = "": empty pattern'),
     ('[pinning]\nnamespaces = ["a", 3]', "pinning.namespaces[1] = 3: expected a string"),
     ('[pinning]\nnamespaces = "storage"',

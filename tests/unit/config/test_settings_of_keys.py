@@ -15,7 +15,7 @@ from cpuset_core import LIVE_SETTINGS, AllocationOptions, Settings
 # Values that are not the default and that ``to_settings`` can read (it expects checked ones).
 OTHER_TEXT = {"cpus.reserved": "0", "cpus.numa_spanning": "spread",
               "cpus.alignment": "single-numa-node", "cpus.alignment_scope": "pod",
-              "cpus.bind_memory": "exclusive"}
+              "cpus.bind_memory": "exclusive", "cpus.exclusive_cpu_quota": "kubelet"}
 
 
 def other_value(key: str, value: object) -> object:
@@ -55,10 +55,10 @@ def test_every_allocation_option_is_the_live_cpus_key_of_its_own_name() -> None:
         assert f"cpus.{option.name}" in LIVE_KEYS
 
 
-def test_a_key_is_live_when_its_setting_is_or_it_is_log_level_kernel_path_grace_or_policy(
+def test_a_key_is_live_when_its_setting_is_or_it_is_log_level_kernel_path_grace_policy_or_quota(
         ) -> None:
     engine_keys = {key for key in LIVE_KEYS if key in SETTING_OF_KEY}
     assert {SETTING_OF_KEY[key] for key in engine_keys} == LIVE_SETTINGS
     assert LIVE_KEYS - engine_keys == {"observability.log_level", "runtime.kernel_updates",
                                        "runtime.systemd_units", "runtime.start_grace",
-                                       "topology_publisher.policy"}
+                                       "topology_publisher.policy", "cpus.exclusive_cpu_quota"}

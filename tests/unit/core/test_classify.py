@@ -178,6 +178,55 @@ def test_guaranteed_pod_under_the_systemd_driver_is_integer_too() -> None:
     assert classify(p, container("c1", p, cpu_limit=3), DEFAULTS).request == 3
 
 
+# -- integer without quota: the plugin lifted it, or the kubelet never set it -----------------
+
+
+@pytest.mark.parametrize(("quota", "shares", "count"), [
+    (-1, 2048, 2), (None, 1024, 1), (-1, 16_384, 16), (0, 4096, 4), (-1, 261_120, 255),
+])
+def test_guaranteed_container_without_quota_is_integer_by_its_cpu_shares(
+        quota: int | None, shares: int, count: int) -> None:
+    p = pod("db")
+    c = ContainerFacts(id="c1", sandbox_id=p.sandbox_id, name="main", cpu_quota=quota,
+                       cpu_period=PERIOD, cpu_shares=shares)
+    result = classify(p, c, DEFAULTS)
+    assert (result.kind, result.request) == (Kind.INTEGER, count)
+    assert "by cpu.shares" in result.reason
+
+
+@pytest.mark.parametrize("shares", [1536, 1023, 1025, 2, 262_144])
+def test_guaranteed_container_without_quota_and_shares_of_no_whole_request_is_shared(
+        shares: int) -> None:
+    # 1500m, 999m, 1001m, the kubelet's minimum, and its ceiling (256 CPUs and more).
+    p = pod("db")
+    c = ContainerFacts(id="c1", sandbox_id=p.sandbox_id, name="main", cpu_quota=-1,
+                       cpu_period=PERIOD, cpu_shares=shares)
+    result = classify(p, c, DEFAULTS)
+    assert result.kind is Kind.SHARED
+    assert f"cpu.shares {shares}" in result.reason
+
+
+def test_shares_say_whole_cpus_exactly_for_whole_requests_below_the_ceiling() -> None:
+    # Requests the kubelet turns into shares under its ceiling (every one up to 20 CPUs,
+    # then those next to each whole CPU): a container without quota is integer exactly when
+    # its request (= its limit, Guaranteed) is whole CPUs.
+    p = pod("db")
+    near_whole = (whole + step for whole in range(20_000, 256_000, 1000) for step in range(-3, 4))
+    for millis in (*range(1, 20_000), *near_whole):
+        c = ContainerFacts(id="c1", sandbox_id=p.sandbox_id, name="main",
+                           cpu_shares=max(2, millis * 1024 // 1000))
+        result = classify(p, c, DEFAULTS)
+        expected = (Kind.INTEGER, millis // 1000) if millis % 1000 == 0 else (Kind.SHARED, 0)
+        assert (result.kind, result.request) == expected, millis
+
+
+def test_a_burstable_container_without_quota_is_shared_whatever_its_shares() -> None:
+    p = pod("web", qos="burstable")
+    c = ContainerFacts(id="c1", sandbox_id=p.sandbox_id, name="main", cpu_quota=-1,
+                       cpu_period=PERIOD, cpu_shares=2048)
+    assert classify(p, c, DEFAULTS).kind is Kind.SHARED
+
+
 # -- shared ------------------------------------------------------------------------------------
 
 

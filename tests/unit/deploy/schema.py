@@ -26,6 +26,7 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "numa_spanning": "pack",
         "keep_free_numa_nodes": False,
         "min_shared_pool": 0,
+        "exclusive_cpu_quota": "unlimited",
     },
     "runtime": {
         "nri_socket": "/var/run/nri/nri.sock",

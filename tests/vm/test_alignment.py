@@ -1,19 +1,22 @@
-"""The strict alignment policy and memory binding (issue 31) on real PCI devices on NUMA nodes
-0 and 1, each read back from the guest's kernel: under ``single-numa-node`` a container given
-both nodes' NVMe disks is refused with the plugin's words and nothing is created, one given one
-disk runs on its node; with ``bind_memory = "exclusive"`` an integer container's
-``cpuset.mems`` is its CPUs' node, and follows them when a pin moves it. Each setting is a live
-reload of the guest plugin's configuration, put back after the test.
+"""The strict alignment policy, memory binding and exclusive CPUs without CFS quota (issue 31)
+on real PCI devices on NUMA nodes 0 and 1, each read back from the guest's kernel: under
+``single-numa-node`` a container given both nodes' NVMe disks is refused with the plugin's
+words and nothing is created, one given one disk runs on its node; with ``bind_memory =
+"exclusive"`` an integer container's ``cpuset.mems`` is its CPUs' node, and follows them when a
+pin moves it; an integer container's ``cpu.max`` has no quota until a resize makes it shared.
+Each setting is a live reload of the guest plugin's configuration, put back after the test.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from cpuset_adapters import cgroupfs
 from cpuset_adapters.cri.client import CriError
+from cpuset_adapters.cri.results import Resources
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.pod_spec import Device, QosClass
-from cpuset_lab.resources import guaranteed
+from cpuset_lab.resources import container_resources, guaranteed
 from tests.vm import kernel
 from tests.vm.conftest import ShapeFacts
 from tests.vm.runtime import Guest, Pods, configured, wait_consistent
@@ -59,3 +62,33 @@ def test_bound_memory_is_the_cpus_node_and_follows_them_when_a_pin_moves_the_con
             f"io moved to CPUs {moved.cpus} (node {kernel.node_of(moved.cpus)}) but its memory "
             f"is bound to {moved.mems}")
     wait_consistent(guest)
+
+
+def test_exclusive_cpus_run_without_quota_and_a_resize_to_a_fraction_gets_it_back(
+        guest: Guest, pods: Pods) -> None:
+    """cgroup v2's ``cpu.max`` read from the guest's kernel: ``max`` (no quota) while the
+    container holds exclusive CPUs, the kubelet's quota once a resize makes it shared."""
+    db = pods.integer("db", 2)
+    assert quota(guest, db) == "max"
+    side = pods.container(pods.pod("side", QosClass.GUARANTEED), "app", fractional(500))
+    assert quota(guest, side) == "50000"  # shared: the kubelet's quota stays
+    guest.cri.update_resources(db, fractional(1500))
+    assert quota(guest, db) == "150000"
+    assert kernel.placement(guest.cri, db).cpus == CPUSet.parse(guest.state()["shared_pool"])
+    guest.cri.update_resources(db, guaranteed(2, "64Mi"))
+    assert quota(guest, db) == "max"
+    assert len(kernel.placement(guest.cri, db).cpus) == 2
+    wait_consistent(guest)
+
+
+def quota(guest: Guest, container_id: str) -> str:
+    """The first field of the container's ``cpu.max`` (cgroup v2): ``max`` for no quota."""
+    path = guest.cri.container_status(container_id).cgroups_path
+    assert path is not None
+    return (cgroupfs.cgroup_dir(path) / "cpu.max").read_text().split()[0]
+
+
+def fractional(millis: int) -> Resources:
+    """A Guaranteed container's resources with a limit of ``millis`` m."""
+    return container_resources(cpu_request=f"{millis}m", cpu_limit=f"{millis}m",
+                               memory_limit="64Mi")

@@ -8,7 +8,9 @@ A container is given devices two ways, and both are read:
   namespace's controller's function, a partition's disk's). VFIO group nodes
   (``/dev/vfio/N``) have no such link to a function: their functions are listed in
   ``/sys/kernel/iommu_groups/N/devices``. RDMA ``uverbs`` nodes are found through their link
-  like any other, else through ``/sys/class/infiniband_verbs/uverbsN/device``.
+  like any other, else through ``/sys/class/infiniband_verbs/uverbsN/device``. With native
+  NVMe multipath a namespace's disk is under ``nvme-subsystem``; its controllers' functions
+  count.
 * **PCI addresses in the environment**: the SR-IOV network device plugin hands out virtual
   functions as ``PCIDEVICE_<RESOURCE>=<address>[,<address>…]``. It is the one plugin
   convention supported: GPU plugins name devices by UUID (``NVIDIA_VISIBLE_DEVICES``), which
@@ -35,6 +37,7 @@ PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 ENV_PREFIX = "PCIDEVICE_"
 VFIO_DIR = "/dev/vfio/"
 UVERBS = re.compile(r"^/dev/infiniband/(uverbs\d+)$")
+CONTROLLER = re.compile(r"^nvme\d+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +90,26 @@ class SysfsDeviceLocator:
         kind = "block" if node.type == "b" else "char"
         link = self._root / "dev" / kind / f"{node.major}:{node.minor}"
         function = self._pci_function_above(link)
+        if function is None and (controllers := self._multipath_controllers(link)):
+            return controllers
         if function is None and (verbs := UVERBS.match(node.path)):
             function = self._pci_function_above(
                 self._root / "class" / "infiniband_verbs" / verbs.group(1) / "device")
         return () if function is None else (function,)
+
+    def _multipath_controllers(self, link: Path) -> tuple[str, ...]:
+        """With native NVMe multipath (Debian's kernels), a namespace's disk hangs off
+        ``/sys/devices/virtual/nvme-subsystem/nvme-subsysN``, not a PCI function: its functions
+        are those of the subsystem's controllers (``nvmeM`` links beside the disk)."""
+        if not os.path.lexists(link):
+            return ()
+        target = Path(os.path.realpath(link))
+        subsystem = next((p for p in target.parents if p.parent.name == "nvme-subsystem"), None)
+        if subsystem is None:
+            return ()
+        found = (self._pci_function_above(subsystem / name)
+                 for name in sorted(os.listdir(subsystem)) if CONTROLLER.match(name))
+        return tuple(sorted({f for f in found if f is not None}))
 
     def _iommu_group(self, group: str) -> tuple[str, ...]:
         try:

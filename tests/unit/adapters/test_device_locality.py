@@ -142,3 +142,18 @@ def test_this_hosts_pci_block_devices_resolve_to_their_functions() -> None:
         checked += 1
     if not checked:
         pytest.skip("this host has no block device behind a PCI function")
+
+
+def test_a_multipath_nvme_disk_is_on_its_subsystems_controllers_nodes(tmp_path: Path) -> None:
+    """Native NVMe multipath: the disk is under /sys/devices/virtual/nvme-subsystem, and the
+    subsystem links to its controllers, each under its PCI function."""
+    subsystem = "devices/virtual/nvme-subsystem/nvme-subsys0"
+    (tmp_path / subsystem / "nvme0n1").mkdir(parents=True)
+    link(tmp_path, "dev/block/259:0", f"{subsystem}/nvme0n1")
+    for name, address, node in (("nvme0", "0000:41:00.0", "1"), ("nvme1", "0000:42:00.0", "1")):
+        function = pci_function(tmp_path, ROOT_PORT, address, node)
+        (tmp_path / function / "nvme" / name).mkdir(parents=True)
+        link(tmp_path, f"{subsystem}/{name}", f"{function}/nvme/{name}")
+    (found,) = SysfsDeviceLocator(tmp_path).locate([DeviceNode("/dev/nvme0n1", "b", 259, 0)], ())
+    assert found == DeviceLocality(device="/dev/nvme0n1 (259:0)",
+                                   pci=("0000:41:00.0", "0000:42:00.0"), numa_nodes=CPUSet((1,)))

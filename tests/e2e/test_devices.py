@@ -25,7 +25,7 @@ from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import Device, QosClass
 from cpuset_lab.resources import guaranteed
 from tests.e2e.plugin_harness import Plugin, actual, inspect_state, pod, serving, shared
-from tests.support.fake_sysfs import device_behind, pci_function
+from tests.support.fake_sysfs import device_behind, host_block_devices, pci_function
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +35,9 @@ NULL = Device(host_path="/dev/null", container_path="/dev/fake-nic", permissions
 
 def pci_block_device() -> tuple[str, str, int] | None:
     """A block device of this host behind a PCI function: (/dev path, function, numa_node)."""
-    root = Path("/sys/dev/block")
-    for entry in sorted(root.iterdir()) if root.is_dir() else []:
-        target = Path(os.path.realpath(entry))
-        functions = [p.name for p in (target, *target.parents)
-                     if len(p.name) == 12 and p.name[4] == ":" and p.name[10] == "."]
-        if functions and Path(f"/dev/{target.name}").exists():
-            node = int(Path(f"/sys/bus/pci/devices/{functions[0]}/numa_node").read_text())
-            return f"/dev/{target.name}", functions[0], node
+    for disk in host_block_devices():
+        if disk.function is not None and Path(f"/dev/{disk.name}").exists():
+            return f"/dev/{disk.name}", disk.function, disk.numa_node
     return None
 
 

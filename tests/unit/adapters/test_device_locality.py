@@ -5,14 +5,13 @@ own /sys."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from cpuset_adapters.device_locality import DeviceNode, SysfsDeviceLocator
 from cpuset_core import CPUSet, DeviceLocality
-from tests.support.fake_sysfs import link, pci_function
+from tests.support.fake_sysfs import host_block_devices, link, pci_function
 
 ROOT_PORT = "devices/pci0000:40/0000:40:00.0"
 NVME_FN = "0000:41:00.0"
@@ -121,22 +120,18 @@ def test_the_same_device_given_twice_counts_once(sysfs: Path) -> None:
 
 def test_this_hosts_pci_block_devices_resolve_to_their_functions() -> None:
     """On the real /sys: every block device behind a PCI function resolves to that function
-    with the node its numa_node file reports (or none for -1)."""
+    with the node its numa_node file reports (or none for -1); virtual ones to nothing
+    (multipath NVMe disks are the test above's)."""
     checked = 0
-    for entry in sorted(Path("/sys/dev/block").iterdir()) if Path("/sys/dev/block").is_dir() \
-            else []:
-        target = Path(os.path.realpath(entry))
-        functions = [p.name for p in (target, *target.parents)
-                     if len(p.name) == 12 and p.name[4] == ":" and p.name[10] == "."]
-        major, minor = (int(n) for n in entry.name.split(":"))
+    for disk in host_block_devices():
         found = SysfsDeviceLocator(Path("/sys")).locate(
-            [DeviceNode(f"/dev/{target.name}", "b", major, minor)], ())
-        if not functions:
-            assert found == ()
+            [DeviceNode(f"/dev/{disk.name}", "b", disk.major, disk.minor)], ())
+        if disk.function is None:
+            assert disk.multipath or found == ()
             continue
-        node = int(Path(f"/sys/bus/pci/devices/{functions[0]}/numa_node").read_text())
+        node = disk.numa_node
         assert found == (DeviceLocality(
-            device=f"/dev/{target.name} ({major}:{minor})", pci=(functions[0],),
+            device=f"/dev/{disk.name} ({disk.major}:{disk.minor})", pci=(disk.function,),
             numa_nodes=CPUSet((node,)) if node >= 0 else CPUSet(),
             why="" if node >= 0 else f"numa_node is {node}"),)
         checked += 1

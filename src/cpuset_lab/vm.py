@@ -293,6 +293,10 @@ def main(argv: list[str]) -> int:
             # before calling it a failure; the summary says which run counted.
             print(_explain(result, results) + f"\n== VM lab: {name}: booting once more",
                   flush=True)
+            # The next boot starts from a fresh results directory: keep this console beside it.
+            with contextlib.suppress(OSError):
+                shutil.copyfile(results / "console.log",
+                                args.results / f"{name}.first-boot-console.log")
             result = run_shape(shape, results, vng=args.vng, kernel=kernel,
                                python=sys.executable, pytest_args=pytest_args,
                                boot_timeout=args.boot_timeout, timeout=args.timeout)

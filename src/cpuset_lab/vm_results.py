@@ -109,8 +109,11 @@ def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool,
     marks = read_timings(results)
     boot = marks.get("booted")
     if boot is None:
-        return ShapeResult(shape, Outcome.TIMED_OUT if timed_out else Outcome.NOT_BOOTED,
-                           wall_s=wall_s, detail="the guest script never started")
+        # Stopped at the boot limit or exited: either way the guest never ran a test, so it is
+        # a boot failure (booted once more, its console printed), not a slow test run.
+        detail = "the guest script never started" + (
+            f" (stopped at the boot time limit, {wall_s:.0f} s)" if timed_out else "")
+        return ShapeResult(shape, Outcome.NOT_BOOTED, wall_s=wall_s, detail=detail)
     tests_s = (marks["pytest-end"] - marks["pytest-start"]
                if "pytest-end" in marks and "pytest-start" in marks else None)
     try:

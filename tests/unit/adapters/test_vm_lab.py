@@ -41,10 +41,20 @@ def test_a_guest_whose_script_never_started_did_not_boot(tmp_path: Path) -> None
     assert not result.ok
 
 
-def test_a_guest_stopped_at_its_limit_before_booting_timed_out(tmp_path: Path) -> None:
+def test_a_guest_stopped_at_the_boot_limit_did_not_boot(tmp_path: Path) -> None:
+    # CI, 2026-11-28: a default-shape guest's script had not started after 600 s; calling that
+    # "timed out" skipped the second boot and printed no console.
     result = judge("default", write_results(tmp_path, booted=False, rc=None, junit=False),
                    wall_s=600, timed_out=True)
+    assert result.outcome is Outcome.NOT_BOOTED
+    assert "stopped at the boot time limit, 600 s" in result.detail
+
+
+def test_a_guest_stopped_at_its_limit_after_booting_timed_out(tmp_path: Path) -> None:
+    result = judge("default", write_results(tmp_path, rc=None, junit=False), wall_s=2400,
+                   timed_out=True)
     assert result.outcome is Outcome.TIMED_OUT
+    assert result.boot_s == 20.5
 
 
 def test_a_guest_that_booted_but_left_no_report_has_no_results(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import cattrs
 
-from cpuset_core import CPUSet, CpusetEngine, Entry, Kind, Ledger
+from cpuset_core import EMPTY, CPUSet, CpusetEngine, Entry, Ledger
 
 SCHEMA_VERSION = 1
 SLICE = 50
@@ -79,10 +79,12 @@ class Committed:
     shared_pool: CPUSet
     online: CPUSet
     draining: CPUSet
+    reserved_pool: CPUSet = EMPTY
 
     @classmethod
     def of(cls, engine: CpusetEngine) -> Committed:
-        return cls(engine.ledger, engine.shared_pool(), engine.topology.online, engine.draining)
+        return cls(engine.ledger, engine.shared_pool(), engine.topology.online, engine.draining,
+                   engine.reserved_pool())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,7 +130,8 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
     for start in range(0, len(ids), SLICE):
         views = []
         for cid in ids[start:start + SLICE]:
-            view, cpus = _container(cid, ledger.entries[cid], pool, inputs.history)
+            view, cpus = _container(cid, ledger.entries[cid], pool, committed.reserved_pool,
+                                    inputs.history)
             views.append(view)
             known = inputs.known.get(cid)
             if known is not None and known != cpus:
@@ -138,6 +141,7 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
     rest = {
         "schema": SCHEMA_VERSION, "runtime": inputs.runtime, "synchronized": inputs.synchronized,
         "online": committed.online.format(), "shared_pool": pool.format(),
+        "reserved_pool": committed.reserved_pool.format(),
         "pinned": {str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         "exclusive": {str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
         "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
@@ -146,11 +150,11 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 
 
-def _container(cid: str, entry: Entry, pool: CPUSet,
+def _container(cid: str, entry: Entry, pool: CPUSet, reserved: CPUSet,
                history: Mapping[str, Sequence[str]]) -> tuple[ContainerView, CPUSet]:
-    cpus = pool if entry.kind is Kind.SHARED else entry.cpus
+    cpus = entry.runs_on(pool, reserved)
     return ContainerView(
-        id=cid, subject=entry.subject, kind=entry.kind.value, cpus=cpus.format(),
+        id=cid, subject=entry.subject, kind=entry.label, cpus=cpus.format(),
         mems=entry.mems.format() if entry.mems is not None else None, request=entry.request,
         reason=entry.reason, history=list(history.get(cid, ())),
         devices=entry.near.format()), cpus

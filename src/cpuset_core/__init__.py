@@ -13,6 +13,7 @@ from cpuset_core.engine import CpusetEngine
 from cpuset_core.errors import (
     AdmissionError,
     AlignmentError,
+    AnnotationConflictError,
     AnnotationValueError,
     CpuListSyntaxError,
     CpusetError,
@@ -23,6 +24,7 @@ from cpuset_core.errors import (
     InvalidAnnotationError,
     NumaResolutionError,
     PinNotAllowedError,
+    ReservedCpusUnavailableError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
     StalePlanError,
@@ -47,17 +49,20 @@ from cpuset_core.starts import (
 )
 from cpuset_core.topology import CpuInfo, Topology
 from cpuset_core.transaction import apply_transaction, stage, undo_steps
+from cpuset_core.workload import TOGGLES, Requests, Toggle, Unmet
 
 __all__ = [
     "DEFAULT_PIN_ANNOTATION",
     "EMPTY",
     "LIVE_SETTINGS",
     "MAX_ID",
+    "TOGGLES",
     "AdmissionError",
     "Alignment",
     "AlignmentError",
     "AlignmentScope",
     "AllocationOptions",
+    "AnnotationConflictError",
     "AnnotationValueError",
     "CPUSet",
     "Classification",
@@ -84,6 +89,8 @@ __all__ = [
     "Plan",
     "PodFacts",
     "QoS",
+    "Requests",
+    "ReservedCpusUnavailableError",
     "RuntimeEvents",
     "RuntimeState",
     "Settings",
@@ -95,9 +102,11 @@ __all__ = [
     "StartReport",
     "StartTooLateError",
     "StartVerdict",
+    "Toggle",
     "Topology",
     "TopologyError",
     "TopologySource",
+    "Unmet",
     "UpdateOutcome",
     "UpdateTransactionError",
     "apply_transaction",

@@ -12,6 +12,12 @@ Decided from runtime-visible fields only:
   ``--cpu-cfs-quota=false``) is judged by its ``cpu.shares`` instead: ``N * 1024`` is N CPUs.
 * **shared** — everything else, including pods whose cgroup parent is not a kubelet one.
 
+A workload's requests (:mod:`cpuset_core.workload`) then adjust that: a container of a
+namespace in ``reserved_namespaces`` or asking ``reserved-cpus`` is shared on the reserved
+CPUs (``on_reserved``); an integer one asking ``shared-cpus`` is shared; a Guaranteed one with
+a fractional limit of at least one CPU asking ``mixed-cpus`` is integer for the whole part and
+runs on the shared pool too (``with_shared``). A pin wins over all of them.
+
 The rule is per container, like the kubelet's static CPU manager: a Guaranteed pod may mix a
 2-CPU container (integer) with a 1500m one (shared). The requirements phrase it per pod, but
 containers reach the runtime one at a time, so a per-pod rule cannot be decided at admission;
@@ -21,14 +27,15 @@ see ``docs/decisions.md``. Init containers follow the same rule.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.devices import hint_note, hinted_nodes, hints_wanted
 from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError, PinNotAllowedError
-from cpuset_core.model import ContainerFacts, Kind, PodFacts, subject_of
+from cpuset_core.model import ContainerFacts, Kind, PodFacts, label_of, subject_of
 from cpuset_core.policy.options import MemoryBinding
 from cpuset_core.settings import Settings
+from cpuset_core.workload import Requests
 
 
 class QoS(enum.Enum):
@@ -55,6 +62,15 @@ class Classification:
     empty: no device hint."""
     bind_memory: bool = False
     """For integer containers: ``cpuset.mems`` follows its CPUs (``[cpus] bind_memory``)."""
+    on_reserved: bool = False
+    """For shared containers: runs on the reserved CPUs (its namespace, or ``reserved-cpus``)."""
+    with_shared: bool = False
+    """For integer containers: runs on the shared pool beside its exclusive CPUs
+    (``mixed-cpus``)."""
+
+    @property
+    def label(self) -> str:
+        return label_of(self.kind, on_reserved=self.on_reserved, with_shared=self.with_shared)
 
 
 def qos_from_cgroup_parent(cgroup_parent: str) -> QoS:
@@ -95,22 +111,96 @@ _CGROUPFS_PARENTS = {
 def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings) -> Classification:
     """Return the container's classification.
 
-    Raises :class:`PinNotAllowedError` when the pod carries the pin annotation but its namespace
-    may not pin, :class:`InvalidAnnotationError` when the annotation is not a valid CPU list,
-    and :class:`AnnotationValueError` when a device-hints annotation is neither true nor false.
-    Availability of the pinned CPUs is the engine's concern, not classification's.
+    Raises :class:`PinNotAllowedError` when the pod carries the pin annotation (or asks for
+    the reserved CPUs) but its namespace may not pin, :class:`InvalidAnnotationError` when the
+    annotation is not a valid CPU list, :class:`AnnotationValueError` when one of this
+    project's annotations (:mod:`cpuset_core.workload`) is neither true nor false, and
+    :class:`AnnotationConflictError` when two of them contradict each other. Availability of
+    the CPUs asked for is the engine's concern, not classification's.
     """
-    decided = _classify(pod, container, settings)
+    subject = subject_of(pod, container)
+    requests = Requests.of(pod.annotations if pod is not None else {}, container.name, subject)
+    decided = _requested(pod, container, settings, _classify(pod, container, settings),
+                         requests)
     near, note = _device_hint(pod, container)
     binding = settings.allocation.bind_memory
-    bind = decided.kind is Kind.INTEGER and (
+    # A mixed container's memory stays unbound: it runs on the shared pool, across nodes.
+    bind = decided.kind is Kind.INTEGER and not decided.with_shared and (
         binding is MemoryBinding.EXCLUSIVE
         or (binding is MemoryBinding.HUGEPAGES and container.hugepages))
     if not note and not bind:
         return decided
-    return Classification(kind=decided.kind, pins=decided.pins, request=decided.request,
-                          near=near, bind_memory=bind,
-                          reason=f"{decided.reason}; {note}" if note else decided.reason)
+    return replace(decided, near=near, bind_memory=bind,
+                   reason=f"{decided.reason}; {note}" if note else decided.reason)
+
+
+def _requested(pod: PodFacts | None, container: ContainerFacts, settings: Settings,
+               decided: Classification, requests: Requests) -> Classification:
+    """``decided`` with the workload's requests (:mod:`cpuset_core.workload`) applied: the
+    reserved CPUs over everything but a pin, then the shared pool instead of exclusive CPUs,
+    then exclusive CPUs beside the shared pool."""
+    if decided.kind is Kind.ANNOTATED or pod is None:
+        return decided
+    on_reserved = _on_reserved(pod, container, settings, requests)
+    if on_reserved:
+        return Classification(kind=Kind.SHARED, on_reserved=True,
+                              reason=f"{on_reserved} (else: {decided.reason})")
+    shared, mixed = requests.shared, requests.mixed
+    if decided.kind is Kind.INTEGER and shared is not None and shared[0]:
+        return Classification(kind=Kind.SHARED, reason=f"{decided.reason}, on the shared pool "
+                                                       f"by {shared[1]}=true")
+    if mixed is None or not mixed[0]:
+        return decided
+    return _mixed(pod, container, decided, mixed[1])
+
+
+def _on_reserved(pod: PodFacts, container: ContainerFacts, settings: Settings,
+                 requests: Requests) -> str:
+    """Why the container runs on the reserved CPUs ("" when it does not). Raises
+    :class:`PinNotAllowedError` when it asks from a namespace that may not pin: the reserved
+    CPUs are the system's, taken from everyone else like a pin's."""
+    reserved = requests.reserved
+    if reserved is None:
+        if settings.runs_on_reserved(pod.namespace):
+            return f"namespace {pod.namespace} runs on the reserved CPUs"
+        return ""
+    wanted, key = reserved
+    if wanted and not settings.may_pin(pod.namespace):
+        raise PinNotAllowedError(subject_of(pod, container), key, pod.namespace,
+                                 settings.pin_namespaces)
+    return f"{key}=true" if wanted else ""
+
+
+def _mixed(pod: PodFacts, container: ContainerFacts, decided: Classification,
+           key: str) -> Classification:
+    """A container asking ``mixed-cpus`` (``key``): the whole part of a Guaranteed fractional
+    limit as exclusive CPUs beside the shared pool; otherwise as decided, saying why."""
+    if decided.kind is Kind.INTEGER:
+        return replace(decided, reason=f"{decided.reason} ({key}: whole CPUs are exclusive "
+                                       f"only)")
+    millis = _guaranteed_millis(pod, container)
+    if millis is None or millis < 1000:
+        why = ("not a Guaranteed container with a CPU limit" if millis is None
+               else f"its limit {millis}m is under one CPU")
+        return replace(decided, reason=f"{decided.reason} ({key} ignored: {why})")
+    count = millis // 1000
+    return Classification(kind=Kind.INTEGER, request=count, with_shared=True,
+                          reason=f"Guaranteed pod, {millis}m: {count} exclusive CPU(s) and the "
+                                 f"shared pool by {key}=true")
+
+
+def _guaranteed_millis(pod: PodFacts, container: ContainerFacts) -> int | None:
+    """The CPU limit of a Guaranteed pod's container in millicores, from its quota or, without
+    one, its ``cpu.shares``; ``None`` when it is not Guaranteed or has no limit."""
+    if qos_from_cgroup_parent(pod.cgroup_parent) is not QoS.GUARANTEED:
+        return None
+    quota, period = container.cpu_quota, container.cpu_period
+    if quota is not None and period is not None and quota > 0 and period > 0:
+        return quota * 1000 // period
+    shares = container.cpu_shares
+    if not shares or shares <= 2 or shares >= MAX_SHARES:
+        return None
+    return -(-shares * 1000 // SHARES_PER_CPU)  # the kubelet rounds down to shares: round up
 
 
 def _device_hint(pod: PodFacts | None, container: ContainerFacts) -> tuple[CPUSet, str]:

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from cpuset_core.cpuset import EMPTY, CPUSet
-from cpuset_core.errors import AnnotationValueError
+from cpuset_core.workload import DEVICE_HINTS, VALUES
 
-HINTS_POD: Final = "device-hints.nri-cpuset.io/pod"
+HINTS_POD: Final = DEVICE_HINTS.pod_key
 """Pod annotation: ``"false"`` makes every container of the pod ignore its devices' locality."""
-HINTS_CONTAINER_PREFIX: Final = "device-hints.nri-cpuset.io/container."
+HINTS_CONTAINER_PREFIX: Final = DEVICE_HINTS.container_prefix
 """Followed by a container's name: ``"false"``/``"true"`` for that container, over the pod's."""
-HINTS_VALUES: Final = ("true", "false")
+HINTS_VALUES: Final = VALUES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,14 +62,8 @@ def hints_wanted(annotations: Mapping[str, str], container: str, subject: str) -
     """Whether container ``container`` of a pod with ``annotations`` takes device hints: the
     container's annotation, else the pod's, else yes. Raises :class:`AnnotationValueError` for
     a value other than ``"true"``/``"false"``."""
-    for key in (HINTS_CONTAINER_PREFIX + container, HINTS_POD):
-        value = annotations.get(key)
-        if value is None:
-            continue
-        if value not in HINTS_VALUES:
-            raise AnnotationValueError(subject, key, value, HINTS_VALUES)
-        return value == "true"
-    return True
+    answer = DEVICE_HINTS.resolve(annotations, container, subject)
+    return answer is None or answer[0]
 
 
 def hint_note(devices: Iterable[DeviceLocality], nodes: CPUSet) -> str:

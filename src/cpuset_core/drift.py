@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from cpuset_core.cpuset import EMPTY, CPUSet
-from cpuset_core.model import ContainerFacts, Kind, PodFacts, parse_reported
+from cpuset_core.model import ContainerFacts, PodFacts, parse_reported
 from cpuset_core.plan import Plan
 
 
@@ -68,7 +68,7 @@ def assess(plan: Plan, pods: Iterable[PodFacts],
         entry = plan.result.get(facts.id)
         if entry is None:
             continue  # not adopted (a synchronize adopts every reported container)
-        expected = plan.shared_pool if entry.kind is Kind.SHARED else entry.cpus
+        expected = entry.runs_on(plan.shared_pool, plan.reserved_pool)
         mems_differ = (entry.mems is not None
                        and parse_reported(facts.mems) != entry.mems)
         if parse_reported(facts.cpus) == expected and not mems_differ:

@@ -20,7 +20,7 @@ from cpuset_core.model import ContainerFacts, Placement, PodFacts
 from cpuset_core.plan import Plan
 from cpuset_core.planner import ChangePlanner
 from cpuset_core.policy.exclusive import ExclusiveAllocator
-from cpuset_core.policy.shared import shared_pool
+from cpuset_core.policy.shared import reserved_pool, shared_pool
 from cpuset_core.reuse import LeftBehind
 from cpuset_core.settings import LIVE_SETTINGS, Settings
 from cpuset_core.sync import rebuild
@@ -61,9 +61,14 @@ class CpusetEngine:
         """The current shared pool."""
         return shared_pool(self._topology, self._ledger.reserved, self._settings)
 
+    def reserved_pool(self) -> CPUSet:
+        """The CPUs containers on the reserved CPUs run on (``reserved_namespaces``,
+        ``reserved-cpus``): the reserved CPUs online and not isolated."""
+        return reserved_pool(self._topology, self._settings)
+
     def placement(self, container_id: str) -> Placement | None:
         """Where the committed ledger says the container runs (``None`` if unknown)."""
-        return self._ledger.placement(container_id, self.shared_pool())
+        return self._ledger.placement(container_id, self.shared_pool(), self.reserved_pool())
 
     def reconfigure(self, settings: Settings) -> None:
         """Apply new settings to the decisions that follow; existing placements stay.
@@ -160,7 +165,7 @@ class CpusetEngine:
         Committing the plan makes ``topology`` the engine's.
         """
         return replan(topology, self._settings, base=self._ledger,
-                      pool_before=self.shared_pool())
+                      pool_before=self.shared_pool(), reserved_before=self.reserved_pool())
 
     def left_behind(self, sandbox_id: str) -> CPUSet:
         """CPUs the pod's completed integer containers held that nobody has taken since (its

@@ -78,6 +78,17 @@ class AnnotationValueError(AdmissionError):
                                   f"{' or '.join(repr(a) for a in self.allowed)}")
 
 
+class AnnotationConflictError(AdmissionError):
+    """Two of this project's annotations, each valid, ask one container for opposite things."""
+
+    reason = "invalid-annotation"
+
+    def __init__(self, subject: str, key: str, other: str, why: str) -> None:
+        self.key = key
+        self.other = other
+        super().__init__(subject, f"annotations {key} and {other} are both true: {why}")
+
+
 class PinNotAllowedError(AdmissionError):
     """The pod's namespace may not use the pin annotation (``pin_namespaces``)."""
 
@@ -167,6 +178,19 @@ class AlignmentError(AdmissionError):
         self.why = why
         super().__init__(subject, f"{requested} exclusive CPU(s) cannot be aligned under the "
                                   f"{policy} policy ([cpus] alignment): {why}")
+
+
+class ReservedCpusUnavailableError(AdmissionError):
+    """A container asked to run on the reserved CPUs (or its namespace's pods do) and none is
+    online; refused under ``unmet_requests = "refuse"``."""
+
+    reason = "reserved-cpus-unavailable"
+
+    def __init__(self, subject: str, why: str, reserved: str) -> None:
+        self.why = why
+        self.reserved = reserved
+        super().__init__(subject, f"{why} asks for the reserved CPUs, and none is online "
+                                  f"(reserved: {reserved or 'none'})")
 
 
 class SharedPoolExhaustedError(AdmissionError):

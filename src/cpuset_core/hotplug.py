@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import AdmissionError
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerUpdate
@@ -34,17 +34,19 @@ SOURCE = "topology change"
 
 
 def replan(topology: Topology, settings: Settings, *, base: Ledger,
-           pool_before: CPUSet) -> Plan:
+           pool_before: CPUSet, reserved_before: CPUSet = EMPTY) -> Plan:
     """Return the plan that re-places every container of ``base`` on ``topology`` (the new
     one); its updates move containers from where they run now (``pool_before`` for shared
-    ones) and its ``problems`` list what cannot stay as it was. Committing it swaps the
-    engine's topology. Never raises for the containers' sake: like a synchronize, it reports.
+    ones, ``reserved_before`` for those on the reserved CPUs) and its ``problems`` list what
+    cannot stay as it was. Committing it swaps the engine's topology. Never raises for the
+    containers' sake: like a synchronize, it reports.
     """
     allocator = ExclusiveAllocator(topology)
     # Every container "reports" where it runs now, so each one whose set names a CPU that went
     # away gets an update, even where the kernel already dropped the CPU (cgroup v1 does): the
     # runtime's record of the container stops naming it.
-    live = [Live.from_entry(base.entries[cid], pool_before) for cid in sorted(base.entries)]
+    live = [Live.from_entry(base.entries[cid], pool_before, reserved_before)
+            for cid in sorted(base.entries)]
     problems: list[AdmissionError] = []
     plan = rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
                         source=SOURCE, new_topology=topology)

@@ -11,7 +11,8 @@ Checked after every step of the stateful tests and after every synchronize in pr
    isolated CPUs unless allowed).
 5. Every integer container holds exactly the number of CPUs it asked for.
 6. The shared pool does not overlap any pinned or exclusive CPU.
-7. The shared pool is not empty while shared containers exist.
+7. The shared pool is not empty while containers run on it (shared ones, mixed ones, and those
+   on the reserved CPUs while none of them is online).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import Kind
-from cpuset_core.policy.shared import shared_pool
+from cpuset_core.policy.shared import reserved_pool, shared_pool
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
 
@@ -51,9 +52,10 @@ def _ownership(ledger: Ledger) -> list[str]:
         found.append("1: int_owner or the exclusive mask does not match the integer entries")
     if refs != dict(ledger.annot_refs) or CPUSet(refs) != ledger.pinned:
         found.append(f"2: annot_refs {dict(ledger.annot_refs)} != counted {refs}")
-    shared = [e.container_id for e in ledger.entries.values() if e.kind is Kind.SHARED]
+    shared = [e.container_id for e in ledger.entries.values() if e.on_shared_pool]
     if sorted(shared) != sorted(ledger.shared):
-        found.append(f"1: shared index {ledger.shared} != shared entries {sorted(shared)}")
+        found.append(f"1: shared index {ledger.shared} != entries on the shared pool "
+                     f"{sorted(shared)}")
     both = ledger.pinned & ledger.exclusive
     if both:
         found.append(f"3: CPU(s) {both} are pinned and exclusive")
@@ -74,6 +76,7 @@ def _placement(topology: Topology, ledger: Ledger, settings: Settings) -> list[s
     pool = shared_pool(topology, ledger.reserved, settings)
     if not pool.isdisjoint(ledger.reserved):
         found.append(f"6: shared pool {pool} overlaps reserved {ledger.reserved}")
-    if not pool and ledger.shared_count:
-        found.append(f"7: shared pool is empty with {ledger.shared_count} shared container(s)")
+    users = ledger.on_pool(reserved_pool(topology, settings))
+    if not pool and users:
+        found.append(f"7: shared pool is empty with {len(users)} container(s) on it")
     return found

@@ -6,8 +6,10 @@ returns a new snapshot and leaves the old one untouched, so a plan is simply "th
 would produce": committing swaps one reference, discarding drops it, and a failed transaction
 cannot leave a trace.
 
-Shared containers store no CPUs: they always run on the shared pool, which is derived, so a pool
-change is O(1) here (the adapters still send one update per shared container).
+Shared containers store no CPUs: they always run on a pool (the shared one, or the reserved
+CPUs for ``on_reserved`` ones), which is derived, so a pool change is O(1) here (the adapters
+still send one update per container on it). A mixed integer container owns its exclusive CPUs
+like any integer one and runs on the shared pool too (``Entry.runs_on``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from cpuset_core.cpuset import EMPTY, CPUSet
-from cpuset_core.model import Kind, Placement
+from cpuset_core.model import Kind, Placement, label_of
 
 T = TypeVar("T")
 
@@ -45,6 +47,28 @@ class Entry:
     near: CPUSet = EMPTY
     """The NUMA nodes of its devices (``Classification.near``): a rebuild or a move places it
     near them again."""
+    on_reserved: bool = False
+    """A shared container that runs on the reserved CPUs instead of the shared pool."""
+    with_shared: bool = False
+    """An integer container that runs on the shared pool as well as on its own ``cpus``."""
+
+    @property
+    def label(self) -> str:
+        """``reserved``, ``mixed``, or the kind's name (``model.label_of``)."""
+        return label_of(self.kind, on_reserved=self.on_reserved, with_shared=self.with_shared)
+
+    @property
+    def on_shared_pool(self) -> bool:
+        """Whether it runs on the shared pool (and so is updated whenever the pool changes)."""
+        return (self.kind is Kind.SHARED and not self.on_reserved) or self.with_shared
+
+    def runs_on(self, shared_pool: CPUSet, reserved_pool: CPUSet) -> CPUSet:
+        """The CPUs it runs on, given the pools: its own, and the pool it shares. With no
+        reserved CPU online, a container on them runs on the shared pool (admitted so under
+        ``unmet_requests = "best-effort"``, or left so by a topology change) until one is."""
+        if self.kind is Kind.SHARED:
+            return reserved_pool if self.on_reserved and reserved_pool else shared_pool
+        return self.cpus | shared_pool if self.with_shared else self.cpus
 
 
 _NO_ENTRIES: Mapping[str, Entry] = MappingProxyType({})
@@ -64,7 +88,8 @@ class Ledger:
     exclusive: CPUSet = EMPTY
     """CPUs owned by an integer container."""
     shared: tuple[str, ...] = ()
-    """Ids of shared containers in admission order (kept incrementally: hot in every plan)."""
+    """Ids of the containers on the shared pool (``Entry.on_shared_pool``: shared ones and
+    mixed integer ones) in admission order (kept incrementally: hot in every plan)."""
 
     @property
     def reserved(self) -> CPUSet:
@@ -79,6 +104,14 @@ class Ledger:
 
     def get(self, container_id: str) -> Entry | None:
         return self.entries.get(container_id)
+
+    def on_pool(self, reserved_pool: CPUSet) -> tuple[str, ...]:
+        """Ids of the containers that run on the shared pool, given the pool of the reserved
+        CPUs: :attr:`shared`, and those on the reserved CPUs when none of them is online."""
+        if reserved_pool:
+            return self.shared
+        stranded = tuple(cid for cid in sorted(self.entries) if self.entries[cid].on_reserved)
+        return (*self.shared, *stranded) if stranded else self.shared
 
     def of_kind(self, kind: Kind) -> Iterator[Entry]:
         """Yield the entries of one kind in container-id order (deterministic)."""
@@ -95,14 +128,14 @@ class Ledger:
         """Return the ids of shared containers, in admission order (deterministic)."""
         return self.shared
 
-    def placement(self, container_id: str, shared_pool: CPUSet) -> Placement | None:
-        """Return where the container should run, given the current shared pool."""
+    def placement(self, container_id: str, shared_pool: CPUSet,
+                  reserved_pool: CPUSet = EMPTY) -> Placement | None:
+        """Return where the container should run, given the current pools."""
         entry = self.entries.get(container_id)
         if entry is None:
             return None
-        if entry.kind is Kind.SHARED:
-            return Placement(kind=Kind.SHARED, cpus=shared_pool)
-        return Placement(kind=entry.kind, cpus=entry.cpus, mems=entry.mems)
+        return Placement(kind=entry.kind, cpus=entry.runs_on(shared_pool, reserved_pool),
+                         mems=entry.mems, with_shared=entry.with_shared)
 
     @classmethod
     def from_entries(cls, entries: Iterable[Entry]) -> Ledger:
@@ -128,7 +161,7 @@ class Ledger:
                 for cpu in entry.cpus:
                     owners[cpu] = entry.container_id
                 exclusive |= entry.cpus.mask
-            else:
+            if entry.on_shared_pool:
                 shared.append(entry.container_id)
         if pinned & exclusive:
             raise ValueError(f"CPU(s) {CPUSet.from_mask(pinned & exclusive)} are both pinned "
@@ -167,7 +200,7 @@ class Ledger:
             for cpu in entry.cpus:
                 new_owners[cpu] = entry.container_id
             owners, exclusive = new_owners, exclusive | entry.cpus
-        else:
+        if entry.on_shared_pool:
             shared = (*shared, entry.container_id)
         return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
                       shared)
@@ -197,7 +230,7 @@ class Ledger:
             for cpu in entry.cpus:
                 del new_owners[cpu]
             owners, exclusive = new_owners, exclusive - entry.cpus
-        else:
+        if entry.on_shared_pool:
             shared = tuple(cid for cid in shared if cid != container_id)
         return Ledger(MappingProxyType(entries), _freeze(refs), _freeze(owners), pinned, exclusive,
                       shared)

@@ -95,6 +95,24 @@ class Placement:
     kind: Kind
     cpus: CPUSet
     mems: CPUSet | None = None
+    with_shared: bool = False
+    """An integer container that also runs on the shared pool (``mixed-cpus``): ``cpus`` is its
+    exclusive CPUs and the pool; its CFS quota stays, as for a shared one."""
+
+    @property
+    def exclusive_only(self) -> bool:
+        """Whether the container runs on CPUs of its own alone (its quota may be lifted)."""
+        return self.kind is Kind.INTEGER and not self.with_shared
+
+
+def label_of(kind: Kind, *, on_reserved: bool = False, with_shared: bool = False) -> str:
+    """What operators call a container's kind: ``reserved`` (a shared one on the reserved
+    CPUs), ``mixed`` (an integer one also on the shared pool), else the kind's name."""
+    if on_reserved and kind is Kind.SHARED:
+        return "reserved"
+    if with_shared and kind is Kind.INTEGER:
+        return "mixed"
+    return kind.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

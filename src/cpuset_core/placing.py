@@ -52,13 +52,13 @@ class Live:
         self.current = parse_reported(self.facts.cpus)
 
     @classmethod
-    def from_entry(cls, entry: Entry, shared_pool: CPUSet) -> Live:
+    def from_entry(cls, entry: Entry, shared_pool: CPUSet, reserved_pool: CPUSet = EMPTY) -> Live:
         """The ledger's ``entry`` as a live container reporting where it runs now (its own
-        CPUs, or ``shared_pool`` for a shared one), classified as it was decided: a pin asks
-        what its annotation asked, even the CPUs it lost (``pins_asked``), and an integer
+        CPUs and the pool it shares, ``Entry.runs_on``), classified as it was decided: a pin
+        asks what its annotation asked, even the CPUs it lost (``pins_asked``), and an integer
         container its request, as does one demoted to shared for lack of room (every rebuild
         tries it again: CPUs may have been freed)."""
-        running = shared_pool if entry.kind is Kind.SHARED else entry.cpus
+        running = entry.runs_on(shared_pool, reserved_pool)
         facts = ContainerFacts(id=entry.container_id, sandbox_id=entry.sandbox_id,
                                name=entry.subject.rpartition("/")[2], cpus=running.format(),
                                mems="" if entry.mems is None else entry.mems.format())
@@ -69,9 +69,11 @@ class Live:
         elif entry.kind is Kind.INTEGER or entry.request:
             decision = Classification(kind=Kind.INTEGER, request=entry.request,
                                       reason=entry.reason, near=entry.near,
-                                      bind_memory=entry.mems is not None)
+                                      bind_memory=entry.mems is not None,
+                                      with_shared=entry.with_shared)
         else:
-            decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near)
+            decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near,
+                                      on_reserved=entry.on_reserved)
         return cls(facts, entry.subject, decision)
 
 
@@ -189,14 +191,16 @@ def integer_entry(topology: Topology, item: Live, cpus: CPUSet,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
                  mems=bound_mems(topology, cpus) if item.decision.bind_memory else None,
                  request=item.decision.request, near=item.decision.near,
+                 with_shared=item.decision.with_shared,
                  reason=item.decision.reason if reason is None else reason)
 
 
 
 def shared_entry(item: Live) -> Entry:
-    """``item`` in the shared pool. A demoted pin or integer container keeps what it asked, so
-    a later rebuild tries it again."""
+    """``item`` on a pool: the shared one, or the reserved CPUs when it asks. A demoted pin or
+    integer (or mixed) container keeps what it asked, so a later rebuild tries it again."""
     return Entry(container_id=item.facts.id, subject=item.subject,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.SHARED, reason=item.decision.reason,
                  pins_asked=item.decision.pins, request=item.decision.request,
-                 near=item.decision.near)
+                 near=item.decision.near, on_reserved=item.decision.on_reserved,
+                 with_shared=item.decision.with_shared)

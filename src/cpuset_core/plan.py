@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import AdmissionError
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import ContainerUpdate, Kind, Placement
@@ -13,7 +13,8 @@ from cpuset_core.topology import Topology
 
 @dataclass(frozen=True, slots=True)
 class PoolChange:
-    """Every listed shared container moves from the old pool to the new one.
+    """Every listed container on the shared pool moves from the old pool to the new one (a
+    mixed one keeps its own CPUs beside it).
 
     Kept as one fact rather than one update per container: a decision stays cheap with hundreds
     of shared containers, and an adapter that queues updates can let a newer pool supersede an
@@ -34,6 +35,8 @@ class Plan:
     result: Ledger
     shared_pool: CPUSet
     """The shared pool after the change."""
+    reserved_pool: CPUSet = EMPTY
+    """The pool of the reserved CPUs after the change (``policy.shared.reserved_pool``)."""
     container_id: str | None = None
     placement: Placement | None = None
     reason: str = ""
@@ -66,7 +69,9 @@ class Plan:
         if change is None:
             return []
         entries = self.result.entries
+        # A mixed container runs on its own CPUs too: they come with the pool, before and after.
         return [ContainerUpdate(container_id=cid, subject=entries[cid].subject, kind=Kind.SHARED,
-                                cpus=change.after, previous_cpus=change.before,
+                                cpus=entries[cid].cpus | change.after,
+                                previous_cpus=entries[cid].cpus | change.before,
                                 reason="shared pool changed")
                 for cid in change.container_ids]

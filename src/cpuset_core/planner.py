@@ -22,6 +22,7 @@ from cpuset_core.errors import (
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
     PinNotAllowedError,
+    ReservedCpusUnavailableError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
 )
@@ -40,10 +41,11 @@ from cpuset_core.plan import Plan, PoolChange
 from cpuset_core.policy.alignment import AlignmentScope, misalignment
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
-from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.policy.shared import exclusive_free, reserved_pool, shared_pool
 from cpuset_core.reuse import LeftBehind, reuse_choice
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
+from cpuset_core.workload import Unmet
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +77,32 @@ class ChangePlanner:
         if item.decision.kind is Kind.INTEGER:
             return self._plan_integer(working, item)
         pool = shared_pool(self.topology, working.reserved, self.settings)
+        reason = item.decision.reason
+        if item.decision.on_reserved and not self.reserved_pool():
+            reason = self._unmet_reserved(item)
+            item = Live(container, item.subject, replace(item.decision, reason=reason))
+        elif item.decision.on_reserved:
+            return self._finish(working.with_entry(shared_entry(item)), container.id,
+                                Placement(kind=Kind.SHARED, cpus=self.reserved_pool()), reason)
         if not pool:
             raise SharedPoolExhaustedError(item.subject, "every online CPU is pinned, exclusive "
                                                          "or isolated")
         return self._finish(working.with_entry(shared_entry(item)), container.id,
-                            Placement(kind=Kind.SHARED, cpus=pool), item.decision.reason)
+                            Placement(kind=Kind.SHARED, cpus=pool), reason)
+
+    def reserved_pool(self) -> CPUSet:
+        """The CPUs containers on the reserved CPUs run on."""
+        return reserved_pool(self.topology, self.settings)
+
+    def _unmet_reserved(self, item: Live) -> str:
+        """The reason of a container asking for the reserved CPUs while none is online, placed
+        on the shared pool (best effort); refused under ``unmet_requests = "refuse"``."""
+        why = item.decision.reason.partition(" (else: ")[0]
+        if self.settings.unmet_requests is Unmet.REFUSE:
+            raise ReservedCpusUnavailableError(
+                item.subject, why, (self.settings.system_reserved & self.topology.online
+                                    ).format())
+        return f"{why}, but none is online: on the shared pool (best effort)"
 
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Plan:
         """See :meth:`CpusetEngine.plan_resize`."""
@@ -93,7 +116,7 @@ class ChangePlanner:
             # the allowlist narrowed since): a resize keeps it where it runs. Refusing would
             # fail every resize of the pod until it is recreated.
             return self.unchanged(container.id, f"{exc.detail}; keeps its placement")
-        if current is None or current.kind is not decision.kind:
+        if current is None or current.label != decision.label:
             return self.create(pod, container)  # unknown, or a change of class
         if current.kind is Kind.ANNOTATED:
             return self.unchanged(container.id, "pinned containers keep their pin")
@@ -104,9 +127,10 @@ class ChangePlanner:
 
     def unchanged(self, container_id: str | None = None, reason: str = "") -> Plan:
         """A plan that changes nothing (placing ``container_id`` where it is)."""
-        pool = self.shared_pool()
-        placement = None if container_id is None else self.base.placement(container_id, pool)
-        return Plan(base=self.base, result=self.base, shared_pool=pool,
+        pool, reserved = self.shared_pool(), self.reserved_pool()
+        placement = (None if container_id is None
+                     else self.base.placement(container_id, pool, reserved))
+        return Plan(base=self.base, result=self.base, shared_pool=pool, reserved_pool=reserved,
                     container_id=container_id, placement=placement, reason=reason)
 
     def release(self, container_ids: Sequence[str], reason: str) -> Plan:
@@ -126,9 +150,18 @@ class ChangePlanner:
         # container being re-created: updates must name the true previous CPUs for rollback.
         before = self.shared_pool()
         after = shared_pool(self.topology, result.reserved, self.settings)
-        others = result.shared
-        if container_id is not None and result.entries[container_id].kind is Kind.SHARED:
+        reserved = self.reserved_pool()
+        others = result.on_pool(reserved)
+        entry = result.entries[container_id] if container_id is not None else None
+        if entry is not None:
             others = tuple(cid for cid in others if cid != container_id)
+            if entry.on_shared_pool and placement is not None:
+                # Its placement is the pool after the change (a mixed one's, beside its own).
+                placement = replace(placement, cpus=entry.runs_on(after, reserved))
+        if entry is not None and entry.with_shared and not after:
+            # It runs on the pool too: it must not be left with its exclusive CPUs alone.
+            raise SharedPoolExhaustedError(entry.subject, "its exclusive CPUs would leave the "
+                                                          "shared pool empty")
         # Refuse a change that empties the pool, or shrinks it below the operator's minimum.
         # One that finds it already there (a state a synchronize reported and could not avoid)
         # is not refused: a release must never fail.
@@ -139,8 +172,10 @@ class ChangePlanner:
         floor = self.settings.min_shared_pool
         if len(after) < floor and len(after) < len(before):
             raise SharedPoolBelowMinimumError(subject, len(after), floor)
+        if after != before:
+            moves, others = _moved_with_pool(moves, others, result, before, after)
         change = PoolChange(before, after, others) if after != before and others else None
-        return Plan(base=self.base, result=result, shared_pool=after,
+        return Plan(base=self.base, result=result, shared_pool=after, reserved_pool=reserved,
                     container_id=container_id, placement=placement, reason=reason,
                     moves=moves, pool_change=change)
 
@@ -264,4 +299,20 @@ class ChangePlanner:
     def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
         entry = integer_entry(self.topology, item, cpus, reason)
         return self._finish(working.with_entry(entry), item.facts.id,
-                            Placement(kind=Kind.INTEGER, cpus=cpus, mems=entry.mems), reason)
+                            Placement(kind=Kind.INTEGER, cpus=cpus, mems=entry.mems,
+                                      with_shared=entry.with_shared), reason)
+
+
+def _moved_with_pool(moves: tuple[ContainerUpdate, ...], others: tuple[str, ...],
+                     result: Ledger, before: CPUSet, after: CPUSet,
+                     ) -> tuple[tuple[ContainerUpdate, ...], tuple[str, ...]]:
+    """A mixed container moved by a pin while the pool changes gets one update: its new CPUs
+    with the new pool, from its old ones with the old pool (the rollback target)."""
+    moved = {update.container_id for update in moves
+             if result.entries[update.container_id].with_shared}
+    if not moved:
+        return moves, others
+    merged = tuple(replace(update, cpus=update.cpus | after,
+                           previous_cpus=update.previous_cpus | before)
+                   if update.container_id in moved else update for update in moves)
+    return merged, tuple(cid for cid in others if cid not in moved)

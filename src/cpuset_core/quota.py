@@ -5,7 +5,8 @@ quota of the same size buys nothing and throttles it in bursts (the quota is spe
 across CPUs, in slices). The kubelet stopped setting it for such containers
 (``DisableCPUQuotaWithExclusiveCPUs``, on by default since 1.33), but only through its own CPU
 manager, which is off beside this plugin; so the plugin lifts it. Shared and pinned containers
-keep the kubelet's quota: they share their CPUs, and the quota is what bounds them.
+keep the kubelet's quota: they share their CPUs, and the quota is what bounds them; so does a
+mixed container (``mixed-cpus``), which runs on the shared pool beside its exclusive CPUs.
 
 Lifting the quota hides the container's limit from every later report (the runtime, CRI):
 classification then reads the request from ``cpu.shares`` (``classify._by_shares``), so a
@@ -17,7 +18,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from cpuset_core.model import Kind, Placement
+from cpuset_core.model import Placement
 
 UNLIMITED: Final = -1
 """The quota value that lifts the limit (OCI ``linux.resources.cpu.quota``; cgroup v1
@@ -37,6 +38,6 @@ def cpu_quota(placement: Placement, policy: ExclusiveQuota) -> int | None:
     """The quota to give a container placed at ``placement``: :data:`UNLIMITED` for exclusive
     CPUs under :attr:`ExclusiveQuota.UNLIMITED`, else ``None`` (the kubelet's stays, and a
     resize that makes the container shared restores it with the kubelet's new value)."""
-    if policy is ExclusiveQuota.UNLIMITED and placement.kind is Kind.INTEGER:
+    if policy is ExclusiveQuota.UNLIMITED and placement.exclusive_only:
         return UNLIMITED
     return None

@@ -8,6 +8,7 @@ from typing import Final
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.policy.options import DEFAULT_OPTIONS, AllocationOptions
+from cpuset_core.workload import Unmet
 
 DEFAULT_PIN_ANNOTATION = "weka.io/cores-ids"
 
@@ -33,19 +34,32 @@ class Settings:
     min_shared_pool: int = 0
     """Refuse pins and exclusive requests that would shrink the shared pool below this many
     CPUs (0: only an empty pool is refused, and only while shared containers exist)."""
+    reserved_namespaces: tuple[str, ...] = ()
+    """Namespaces (exact names or globs, like ``pin_namespaces``) whose containers run on the
+    reserved CPUs (``system_reserved``) instead of the shared pool, unless a container says
+    ``reserved-cpus…=false`` (:mod:`cpuset_core.workload`); a pin still wins."""
+    unmet_requests: Unmet = Unmet.BEST_EFFORT
+    """What happens to a workload request the node cannot meet: ``best-effort`` places the
+    container as if it had not asked (and says so), ``refuse`` fails its creation."""
 
     def __post_init__(self) -> None:
         if self.min_shared_pool < 0:
             raise ValueError(f"min_shared_pool must be >= 0, got {self.min_shared_pool}")
         if not self.pin_annotation:
             raise ValueError("pin_annotation must not be empty")
-        blank = [p for p in self.pin_namespaces if not p]
-        if blank:
-            raise ValueError("pin_namespaces must not contain an empty pattern")
+        for name in ("pin_namespaces", "reserved_namespaces"):
+            if any(not pattern for pattern in getattr(self, name)):
+                raise ValueError(f"{name} must not contain an empty pattern")
+        if not isinstance(self.unmet_requests, Unmet):
+            raise ValueError(f"unmet_requests must be an Unmet, got {self.unmet_requests!r}")
 
     def may_pin(self, namespace: str) -> bool:
         """Whether pods in ``namespace`` may use the pin annotation."""
         return any(fnmatchcase(namespace, pattern) for pattern in self.pin_namespaces)
+
+    def runs_on_reserved(self, namespace: str) -> bool:
+        """Whether pods in ``namespace`` run on the reserved CPUs unless they say otherwise."""
+        return any(fnmatchcase(namespace, pattern) for pattern in self.reserved_namespaces)
 
     def by_name(self) -> dict[str, object]:
         """Every setting's value by name, in declaration order; each allocation option as
@@ -69,9 +83,9 @@ class Settings:
 # Not exclusive_on_isolated: turning it off would make the isolated CPUs integer containers
 # already hold invalid, and the next synchronize or hotplug would move them.
 LIVE_SETTINGS: Final = frozenset({
-    "pin_namespaces", "min_shared_pool",
+    "pin_namespaces", "min_shared_pool", "unmet_requests",
     *(f"allocation.{option.name}" for option in fields(AllocationOptions)),
 })
 """Settings (named as in :meth:`Settings.by_name`) that ``CpusetEngine.reconfigure`` may
-change on a running engine: who may pin, the minimum shared pool, and every allocation
-option."""
+change on a running engine: who may pin, the minimum shared pool, what happens to unmet
+requests, and every allocation option."""

@@ -34,7 +34,7 @@ from cpuset_core.placing import (
 )
 from cpuset_core.plan import Plan
 from cpuset_core.policy.exclusive import AllocationOptions, ExclusiveAllocator
-from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.policy.shared import exclusive_free, reserved_pool, shared_pool
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
 
@@ -59,7 +59,8 @@ def rebuild(topology: Topology, settings: Settings, allocator: ExclusiveAllocato
     if keep_unlisted:
         listed = {item.facts.id for item in live}
         pool = shared_pool(topology, base.reserved, settings)
-        live.extend(Live.from_entry(entry, pool) for cid, entry in base.entries.items()
+        reserved = reserved_pool(topology, settings)
+        live.extend(Live.from_entry(entry, pool, reserved) for cid, entry in base.entries.items()
                     if cid not in listed)
         live.sort(key=lambda item: item.facts.id)
     return rebuild_live(topology, settings, allocator, base=base, live=live, problems=problems,
@@ -76,14 +77,15 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
     pinned = _annotated_entries(topology, settings, live, entries, problems)
     # After a topology change a sibling that came back can leave a whole-core container on
     # half a core; at a synchronize, sets from before the option was on are adopted as they are.
+    reserved = reserved_pool(topology, settings)
     _integer_entries(topology, settings, allocator, live=live, pinned=pinned, entries=entries,
-                     problems=problems,
+                     problems=problems, base=base, reserved=reserved,
                      rewhole=new_topology is not None
                      and settings.allocation.full_physical_cores)
-    shared = [item for item in live if item.decision.kind is Kind.SHARED]
-    entries.extend(shared_entry(item) for item in shared)
+    entries.extend(shared_entry(item) for item in live if item.decision.kind is Kind.SHARED)
     result = Ledger.from_entries(entries)
     pool = shared_pool(topology, result.reserved, settings)
+    shared = [item for item in live if _needs_pool(item, reserved)]
     if shared and not pool:
         problems.append(SharedPoolExhaustedError(
             shared[0].subject, f"{len(shared)} shared container(s) left on their current CPUs"))
@@ -91,11 +93,21 @@ def rebuild_live(topology: Topology, settings: Settings, allocator: ExclusiveAll
         # Running containers put it there (they are not refused at synchronize): report it.
         problems.append(SharedPoolBelowMinimumError("running containers", len(pool),
                                                     settings.min_shared_pool))
-    updates = _corrections(topology, result, pool, live, source)
-    return Plan(base=base, result=result, shared_pool=pool, moves=updates,
+    updates = _corrections(topology, result, pool, reserved, live=live, source=source)
+    return Plan(base=base, result=result, shared_pool=pool, reserved_pool=reserved,
+                moves=updates,
                 problems=tuple(problems), topology=new_topology,
                 reason=f"synchronized {len(live)} container(s)" if new_topology is None
                 else f"{source}: re-placed {len(live)} container(s)")
+
+
+def _needs_pool(item: Live, reserved: CPUSet) -> bool:
+    """Whether ``item`` runs on the shared pool: shared (on the reserved CPUs only while one
+    is online) or mixed."""
+    decision = item.decision
+    if decision.kind is Kind.SHARED:
+        return not (decision.on_reserved and reserved)
+    return decision.kind is Kind.INTEGER and decision.with_shared
 
 
 def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
@@ -135,11 +147,13 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
 
 def _integer_entries(topology: Topology, settings: Settings, allocator: ExclusiveAllocator, *,
                      live: list[Live], pinned: CPUSet, entries: list[Entry],
-                     problems: list[AdmissionError], rewhole: bool = False) -> None:
+                     problems: list[AdmissionError], base: Ledger, reserved: CPUSet,
+                     rewhole: bool = False) -> None:
     """Keep valid exclusive sets, then allocate the rest; demote to shared what cannot fit.
     With ``rewhole``, a valid set that is not whole cores is re-placed on whole cores when
     they are free, and otherwise kept and reported."""
     shared = [item for item in live if item.decision.kind is Kind.SHARED]
+    on_pool = sum(1 for item in live if _needs_pool(item, reserved))
     # A set is only really exclusive if no shared container was *placed* on it: a container
     # started while the plugin was down can report a set that looks valid (the whole machine of
     # a small node). Shared containers that report no set or the whole machine were never
@@ -147,12 +161,14 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
     shared_claimed = CPUSet.union_of(
         claimed for i in shared
         if (claimed := i.current) is not None and claimed != topology.online)
-    state = _IntegerPass(topology, settings, pinned, len(shared), problems, entries)
+    state = _IntegerPass(topology, settings, pinned, on_pool, problems, entries)
     options = settings.allocation
     pending: list[Live] = []
     halves: list[tuple[Live, CPUSet]] = []
     for item in (i for i in live if i.decision.kind is Kind.INTEGER):
         current = item.current
+        if item.decision.with_shared and current is not None:
+            current = _own_part(item, current, base, shared_claimed)
         if (current is None or len(current) != item.decision.request
                 or not current.isdisjoint(shared_claimed)):
             pending.append(item)
@@ -175,6 +191,16 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
             state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))
     state.make_room_for_demoted()
+
+
+def _own_part(item: Live, current: CPUSet, base: Ledger, shared_claimed: CPUSet) -> CPUSet | None:
+    """The exclusive CPUs of a mixed container that runs on ``current`` (its own and the
+    pool): the ledger's when it still holds them there, else what the shared containers'
+    reports do not claim; ``None`` (placed afresh) when nothing tells them apart."""
+    known = base.get(item.facts.id)
+    if known is not None and known.with_shared and known.cpus and known.cpus <= current:
+        return known.cpus
+    return current - shared_claimed if shared_claimed else None
 
 
 def _hint(settings: Settings, item: Live) -> CPUSet:
@@ -224,7 +250,8 @@ class _IntegerPass:
         """Record ``cpus`` as the container's if they are free and leave a shared pool."""
         if not cpus.issubset(self.free()):
             return False
-        if self.shared_left and not self._pool(self.exclusive | cpus):
+        if (self.shared_left or item.decision.with_shared) and not self._pool(
+                self.exclusive | cpus):
             return False
         self.exclusive |= cpus
         self.admitted.append((item, integer_entry(self.topology, item, cpus)))
@@ -232,9 +259,11 @@ class _IntegerPass:
 
     def demote(self, item: Live, problem: AdmissionError) -> None:
         self.problems.append(problem)
+        on_pool = item.decision.with_shared  # a mixed container counted already
         item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}",
-                                       request=item.decision.request)
-        self.shared_left += 1
+                                       request=item.decision.request,
+                                       with_shared=item.decision.with_shared)
+        self.shared_left += 0 if on_pool else 1
 
     def make_room_for_demoted(self) -> None:
         """Demotions come after earlier admissions: if the pool ended up empty while shared
@@ -251,13 +280,13 @@ class _IntegerPass:
         return shared_pool(self.topology, self.pinned | exclusive, self.settings)
 
 
-def _corrections(topology: Topology, result: Ledger, pool: CPUSet,
+def _corrections(topology: Topology, result: Ledger, pool: CPUSet, reserved: CPUSet, *,
                  live: list[Live], source: str) -> tuple[ContainerUpdate, ...]:
     updates: list[ContainerUpdate] = []
     every_node = topology.nodes_with_memory()
     for item in live:
         entry = result.entries[item.facts.id]
-        target = pool if entry.kind is Kind.SHARED else entry.cpus
+        target = entry.runs_on(pool, reserved)
         if not target:
             continue  # an empty pool: nothing valid to move shared containers to
         current = item.current

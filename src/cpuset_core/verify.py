@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Ledger
-from cpuset_core.model import Kind
 
 Cause = Literal["cpus", "mems", "unreadable"]
 CAUSES: tuple[Cause, ...] = ("cpus", "mems", "unreadable")
@@ -62,15 +61,15 @@ class Mismatch:
         return f"cpus {self.expected_cpus} expected, {self.observed_cpus} enforced"
 
 
-def mismatches(ledger: Ledger, shared_pool: CPUSet,
-               observed: Mapping[str, Observed]) -> list[Mismatch]:
+def mismatches(ledger: Ledger, shared_pool: CPUSet, observed: Mapping[str, Observed],
+               reserved_pool: CPUSet = EMPTY) -> list[Mismatch]:
     """Every container of ``ledger`` that ``observed`` covers and whose cgroup differs from
     its placement, by container id. Containers ``observed`` does not cover are not judged."""
     found: list[Mismatch] = []
     for cid in sorted(observed.keys() & ledger.entries.keys()):
         entry = ledger.entries[cid]
         seen = observed[cid]
-        cpus = shared_pool if entry.kind is Kind.SHARED else entry.cpus
+        cpus = entry.runs_on(shared_pool, reserved_pool)
         cause = _cause(cpus, entry.mems, seen)
         if cause is not None:
             found.append(Mismatch(container_id=cid, subject=entry.subject, cause=cause,

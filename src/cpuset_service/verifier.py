@@ -46,20 +46,21 @@ class Verifier:
             if mismatch.container_id not in ledger.entries:  # gone: nothing to repair
                 self._tracker.forget(mismatch.container_id)
         then = shared_pool(engine.topology, read_from.reserved, engine.settings)
-        now = engine.shared_pool()
+        now, reserved = engine.shared_pool(), engine.reserved_pool()
         stable = {cid: seen for cid, seen in observed.items()
                   if cid in ledger.entries
-                  and read_from.placement(cid, then) == ledger.placement(cid, now)}
+                  and read_from.placement(cid, then, reserved)
+                  == ledger.placement(cid, now, reserved)}
         for cid, seen in stable.items():
             if seen.cpus is not None:  # what it left is free for exclusive use again
                 engine.confirm(cid, seen.cpus)
         for cid in ledger.entries.keys() - self._service.cgroup_paths().keys():
             # No cgroup path from the runtime: nothing to read, so it cannot be confirmed;
             # trusting the ledger beats keeping its CPUs from exclusive use forever.
-            placement = ledger.placement(cid, now)
+            placement = ledger.placement(cid, now, reserved)
             if placement is not None:
                 engine.confirm(cid, placement.cpus)
-        verdict = self._tracker.judge(mismatches(ledger, now, stable), stable.keys())
+        verdict = self._tracker.judge(mismatches(ledger, now, stable, reserved), stable.keys())
         self._service.pusher.force(verdict.resend)
         self._service.observer.verified(verdict)
         _report(verdict)

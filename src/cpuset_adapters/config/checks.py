@@ -17,6 +17,7 @@ from cpuset_adapters.config.schema import (
     MEMORY_BINDINGS,
     SPANNING,
     TOPOLOGY_POLICIES,
+    UNMET_REQUESTS,
     Config,
 )
 from cpuset_adapters.config.structure import toml_value
@@ -58,11 +59,15 @@ def _pinning(config: Config) -> Iterator[Problem]:
     if not annotation or any(c.isspace() for c in annotation):
         yield _bad("pinning.annotation", annotation,
                    "must be a non-empty annotation key without whitespace")
-    for index, pattern in enumerate(config.pinning.namespaces):
+    yield from _namespace_patterns("pinning.namespaces", config.pinning.namespaces)
+
+
+def _namespace_patterns(key: str, patterns: tuple[str, ...]) -> Iterator[Problem]:
+    for index, pattern in enumerate(patterns):
         if not pattern:
-            yield _bad(f"pinning.namespaces[{index}]", pattern, "empty pattern")
+            yield _bad(f"{key}[{index}]", pattern, "empty pattern")
         elif pattern != pattern.strip():
-            yield _bad(f"pinning.namespaces[{index}]", pattern,
+            yield _bad(f"{key}[{index}]", pattern,
                        "leading or trailing whitespace never matches a namespace")
 
 
@@ -78,6 +83,9 @@ def _cpus(config: Config) -> Iterator[Problem]:
     yield from _choice("cpus.bind_memory", config.cpus.bind_memory, MEMORY_BINDINGS)
     yield from _choice("cpus.exclusive_cpu_quota", config.cpus.exclusive_cpu_quota,
                        EXCLUSIVE_CPU_QUOTA)
+    yield from _namespace_patterns("cpus.reserved_namespaces",
+                                   config.cpus.reserved_namespaces or ())
+    yield from _choice("cpus.unmet_requests", config.cpus.unmet_requests, UNMET_REQUESTS)
     if config.cpus.min_shared_pool < 0:
         yield _bad("cpus.min_shared_pool", config.cpus.min_shared_pool, "must be 0 or more")
 

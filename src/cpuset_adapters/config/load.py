@@ -19,9 +19,9 @@ import cattrs
 
 from cpuset_adapters.config.checks import reserved_cpus, topology_problems, value_problems
 from cpuset_adapters.config.errors import ConfigError, Problem
-from cpuset_adapters.config.schema import Config
+from cpuset_adapters.config.schema import DEFAULT_RESERVED_NAMESPACES, Config
 from cpuset_adapters.config.structure import Document, parse_toml, structure
-from cpuset_core import AllocationOptions, Settings, Topology
+from cpuset_core import AllocationOptions, Settings, Topology, Unmet
 
 ALLOCATION_OPTIONS: Final = tuple(option.name for option in fields(AllocationOptions))
 """The allocation options, each set by the ``[cpus]`` key of its own name."""
@@ -34,6 +34,8 @@ SETTING_OF_KEY: Final[Mapping[str, str]] = MappingProxyType({
     "cpus.exclusive_on_isolated": "exclusive_on_isolated",
     **{f"cpus.{name}": f"allocation.{name}" for name in ALLOCATION_OPTIONS},
     "cpus.min_shared_pool": "min_shared_pool",
+    "cpus.reserved_namespaces": "reserved_namespaces",
+    "cpus.unmet_requests": "unmet_requests",
 })
 """The setting (named as in ``Settings.by_name``) each key sets; the other keys (sockets,
 listener, logging) are the adapters' own."""
@@ -99,13 +101,19 @@ def load_file(path: str | os.PathLike[str], topology: Topology, *,
 
 def to_settings(config: Config) -> Settings:
     """The core's settings for ``config`` (a checked one)."""
+    reserved = reserved_cpus(config)
+    namespaces = config.cpus.reserved_namespaces
+    if namespaces is None:  # unset: the system's namespace, only when CPUs are reserved for it
+        namespaces = DEFAULT_RESERVED_NAMESPACES if reserved else ()
     return Settings(pin_annotation=config.pinning.annotation,
                     pin_namespaces=config.pinning.namespaces,
-                    system_reserved=reserved_cpus(config),
+                    system_reserved=reserved,
                     strict_reservation=config.cpus.strict_reservation,
                     exclusive_on_isolated=config.cpus.exclusive_on_isolated,
                     allocation=allocation_options(config),
-                    min_shared_pool=config.cpus.min_shared_pool)
+                    min_shared_pool=config.cpus.min_shared_pool,
+                    reserved_namespaces=namespaces,
+                    unmet_requests=Unmet(config.cpus.unmet_requests))
 
 
 def allocation_options(config: Config) -> AllocationOptions:

@@ -18,6 +18,7 @@ from cpuset_core import (
     AlignmentScope,
     MemoryBinding,
     Spanning,
+    Unmet,
 )
 from cpuset_core.quota import ExclusiveQuota
 
@@ -30,6 +31,9 @@ ALIGNMENTS: Final = tuple(alignment.value for alignment in Alignment)
 ALIGNMENT_SCOPES: Final = tuple(scope.value for scope in AlignmentScope)
 MEMORY_BINDINGS: Final = tuple(binding.value for binding in MemoryBinding)
 EXCLUSIVE_CPU_QUOTA: Final = tuple(quota.value for quota in ExclusiveQuota)
+UNMET_REQUESTS: Final = tuple(unmet.value for unmet in Unmet)
+DEFAULT_RESERVED_NAMESPACES: Final = ("kube-system",)
+"""``cpus.reserved_namespaces`` when unset and ``cpus.reserved`` names CPUs."""
 TOPOLOGY_POLICIES: Final = POLICIES
 """``topology_publisher.policy``: what the node declares to a topology-aware scheduler."""
 
@@ -59,6 +63,11 @@ class Cpus:
     alignment_scope: str = "container"
     bind_memory: str = "none"
     min_shared_pool: int = 0
+    reserved_namespaces: tuple[str, ...] | None = None
+    """Namespaces whose pods run on the reserved CPUs (exact names or ``fnmatch`` globs);
+    unset: ``["kube-system"]`` when ``reserved`` names CPUs, none otherwise."""
+    unmet_requests: str = "best-effort"
+    """What a workload request the node cannot meet gets: ``best-effort`` or ``refuse``."""
     exclusive_cpu_quota: str = "unlimited"
     """``unlimited``: containers with exclusive CPUs run without CFS quota (decision 44);
     ``kubelet``: they keep the kubelet's."""

@@ -1,4 +1,4 @@
-"""The shared pool and the free set for exclusive requests, derived from the reserved CPUs."""
+"""The shared pool, the pool of the reserved CPUs, and the free set for exclusive requests."""
 
 from __future__ import annotations
 
@@ -26,3 +26,11 @@ def exclusive_free(topology: Topology, reserved: CPUSet, settings: Settings) -> 
     if not settings.exclusive_on_isolated:
         free -= topology.isolated
     return free
+
+
+def reserved_pool(topology: Topology, settings: Settings) -> CPUSet:
+    """Return the CPUs containers on the reserved CPUs run on: ``system_reserved`` that are
+    online and not isolated (the scheduler would not balance them there either). It depends on
+    the machine and the settings alone: a pin naming reserved CPUs shares them with those
+    containers, as it asked."""
+    return settings.system_reserved & topology.online - topology.isolated

@@ -27,6 +27,7 @@ from cpuset_core import (
     MemoryBinding,
     Settings,
     Spanning,
+    Unmet,
 )
 from tests.unit.core.topologies import OFFLINE_ISO
 
@@ -60,6 +61,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         bind_memory = "hugepages"
         min_shared_pool = 2
         exclusive_cpu_quota = "kubelet"
+        reserved_namespaces = ["kube-system", "monitoring-*"]
+        unmet_requests = "refuse"
         [runtime]
         nri_socket = "/run/nri/nri.sock"
         cri_socket = "/run/k3s/containerd/containerd.sock"
@@ -82,7 +85,7 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         policy = "single-numa-node"
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 30
+    assert len(keys()) == 32
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
@@ -101,7 +104,8 @@ def test_every_key_of_the_documented_schema_loads() -> None:
                                      keep_free_numa_nodes=True, alignment=Alignment.RESTRICTED,
                                      alignment_scope=AlignmentScope.POD,
                                      bind_memory=MemoryBinding.HUGEPAGES),
-        min_shared_pool=2)
+        min_shared_pool=2, reserved_namespaces=("kube-system", "monitoring-*"),
+        unmet_requests=Unmet.REFUSE)
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -15,7 +15,11 @@ from cpuset_core import LIVE_SETTINGS, AllocationOptions, Settings
 # Values that are not the default and that ``to_settings`` can read (it expects checked ones).
 OTHER_TEXT = {"cpus.reserved": "0", "cpus.numa_spanning": "spread",
               "cpus.alignment": "single-numa-node", "cpus.alignment_scope": "pod",
-              "cpus.bind_memory": "exclusive", "cpus.exclusive_cpu_quota": "kubelet"}
+              "cpus.bind_memory": "exclusive", "cpus.exclusive_cpu_quota": "kubelet",
+              "cpus.unmet_requests": "refuse"}
+ALSO_SETS = {"cpus.reserved": ["reserved_namespaces"]}
+"""Settings a key decides besides its own: reserving CPUs puts kube-system's pods on them
+while ``cpus.reserved_namespaces`` is unset (its default)."""
 
 
 def other_value(key: str, value: object) -> object:
@@ -28,6 +32,8 @@ def other_value(key: str, value: object) -> object:
         return value + 1
     if isinstance(value, tuple):
         return (*value, "other")
+    if value is None:  # cpus.reserved_namespaces: unset
+        return ("other",)
     return f"{value}-other"
 
 
@@ -42,7 +48,8 @@ def test_each_key_sets_exactly_the_setting_the_loader_maps_it_to(key: str) -> No
     default = Config()
     changed = with_value(default, key, other_value(key, value_at(default, key)))
     moved = to_settings(default).differences(to_settings(changed))
-    assert moved == ([SETTING_OF_KEY[key]] if key in SETTING_OF_KEY else [])
+    assert moved == ([SETTING_OF_KEY[key], *ALSO_SETS.get(key, [])] if key in SETTING_OF_KEY
+                     else [])
 
 
 def test_every_setting_is_set_by_exactly_one_key() -> None:

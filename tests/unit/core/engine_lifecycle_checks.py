@@ -53,8 +53,10 @@ class LifecycleChecks:
         """What a decision placed honours the options in force when it was made."""
         if not self.settings.allocation.full_physical_cores:
             return
-        placed = [placement.cpus] if placement.kind is Kind.INTEGER else []
-        for cpus in [*placed, *(m.cpus for m in moves if m.kind is Kind.INTEGER)]:
+        # A mixed container's update holds the shared pool too: its own CPUs are the rest.
+        pool = self.engine.shared_pool()
+        placed = [placement.cpus - pool] if placement.kind is Kind.INTEGER else []
+        for cpus in [*placed, *(m.cpus - pool for m in moves if m.kind is Kind.INTEGER)]:
             for core in self.topology.cores_within(cpus):
                 assert (core & self.topology.online) <= cpus, f"{cpus} splits core {core}"
 
@@ -103,12 +105,20 @@ class LifecycleChecks:
         seen = CPUSet()
         for entry in ledger.entries.values():
             live = self.host.containers[entry.container_id].cpus
-            if entry.kind is Kind.SHARED and not self.engine.shared_pool():
+            on_reserved = entry.on_reserved and bool(self.engine.reserved_pool())
+            if entry.kind is Kind.SHARED and not on_reserved and not self.engine.shared_pool():
                 assert self.pool_exhausted_at_sync  # reported at synchronize; nowhere to go
                 continue
             assert live is not None
-            if entry.kind is Kind.SHARED:
+            if entry.kind is Kind.SHARED and on_reserved:
+                # The system's CPUs: never exclusive (a pin may name them, and shares them).
+                assert live.isdisjoint(ledger.exclusive), entry.subject
+                assert live <= self.settings.system_reserved, entry.subject
+            elif entry.kind is Kind.SHARED:
                 assert live.isdisjoint(ledger.reserved), entry.subject
             elif entry.kind is Kind.INTEGER:
-                assert live.isdisjoint(seen), entry.subject
-                seen |= live
+                # A mixed one runs on the shared pool too: only its own CPUs are exclusive.
+                mine = live & ledger.exclusive if entry.with_shared else live
+                assert mine.isdisjoint(seen), entry.subject
+                assert live.isdisjoint(ledger.reserved - entry.cpus), entry.subject
+                seen |= mine

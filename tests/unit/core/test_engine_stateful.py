@@ -40,9 +40,12 @@ from cpuset_core import (
     PodFacts,
     Settings,
     SharedPoolExhaustedError,
+    Toggle,
+    Unmet,
     UpdateTransactionError,
 )
 from cpuset_core.policy.shared import exclusive_free
+from cpuset_core.workload import MIXED, RESERVED, SHARED
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     EPYC_LIKE,
@@ -72,6 +75,8 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
                     # Every option, including any added later: drawn from its type.
                     "allocation": st.builds(AllocationOptions),
                     "pin_namespaces": st.sampled_from([("*",), ("n*",), ("weka",)]),
+                    "reserved_namespaces": st.sampled_from([(), ("kube-*",)]),
+                    "unmet_requests": st.sampled_from(Unmet),
                 }))
     def start(self, shape: object, reserve_first: bool, strict: bool, min_pool: int,
               options: dict[str, Any]) -> None:
@@ -86,10 +91,12 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _new_pod(self, *, qos: str, annotations: dict[str, str] | None = None) -> PodFacts:
+    def _new_pod(self, *, qos: str, annotations: dict[str, str] | None = None,
+                 namespace: str = "ns") -> PodFacts:
         self.counter += 1
         parent = {"guaranteed": "/kubepods/pod{}", "burstable": "/kubepods/burstable/pod{}"}[qos]
-        return PodFacts(sandbox_id=f"s{self.counter}", namespace="ns", name=f"p{self.counter}",
+        return PodFacts(sandbox_id=f"s{self.counter}", namespace=namespace,
+                        name=f"p{self.counter}",
                         annotations=annotations or {},
                         cgroup_parent=parent.format(self.counter))
 
@@ -160,6 +167,37 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
             assert created == [], "a pin from a namespace that may not pin was admitted"
         return multiple(*created)
 
+    @rule(target=containers, qos=st.sampled_from(["guaranteed", "burstable"]),
+          cpus=st.sampled_from([None, 0.5, 2]), opt_out=st.booleans())
+    def create_system_pod(self, qos: str, cpus: float | None, opt_out: bool) -> object:
+        """A kube-system pod: on the reserved CPUs when the namespace is listed (unless it
+        opts out), else placed by its QoS."""
+        annotations = {RESERVED.pod_key: "false"} if opt_out else {}
+        pod = self._new_pod(qos=qos, annotations=annotations, namespace="kube-system")
+        created = self._create(pod, self._container(pod, None if qos == "burstable" else cpus))
+        entry = self.engine.ledger.get(created[0]) if created else None
+        if entry is not None:
+            listed = self.settings.runs_on_reserved(pod.namespace) and not opt_out
+            assert entry.on_reserved == listed, entry.reason
+        return multiple(*created)
+
+    @rule(target=containers, request=st.sampled_from([RESERVED, SHARED, MIXED]),
+          cpus=st.sampled_from([0.5, 1.5, 2, 2.5, 3.25]), per_container=st.booleans())
+    def create_with_a_request(self, request: Toggle, cpus: float,
+                              per_container: bool) -> object:
+        """A Guaranteed pod asking for the reserved CPUs, the shared pool, or mixed CPUs."""
+        key = request.container_prefix + "main" if per_container else request.pod_key
+        pod = self._new_pod(qos="guaranteed", annotations={key: "true"})
+        created = self._create(pod, self._container(pod, cpus))
+        entry = self.engine.ledger.get(created[0]) if created else None
+        if entry is not None:
+            expected = {"reserved-cpus": "reserved", "shared-cpus": "shared"}.get(
+                request.feature, "mixed" if cpus >= 1 and cpus % 1 else entry.label)
+            assert entry.label == expected or (
+                request is MIXED and entry.label == "shared" and "kept shared" in entry.reason
+            ), (entry.label, entry.reason)
+        return multiple(*created)
+
     @rule(value=st.sampled_from(["", "0,,1", "3-1", "a", "0, 1", "-1"]))
     def malformed_annotation_is_rejected_without_a_trace(self, value: str) -> None:
         pod = self._new_pod(qos="burstable", annotations={"weka.io/cores-ids": value})
@@ -194,7 +232,8 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         self._assert_floor_kept(pool_before)
         if before is None or placement.cpus != before.cpus:  # a size kept is no new decision
             self._assert_options_kept(placement, plan.moves)
-        if placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER:
+        if (placement.kind is Kind.INTEGER and before is not None and before.kind is Kind.INTEGER
+                and not placement.with_shared and not before.with_shared):
             wanted = int(cpus or 0)
             if "re-placed on whole cores" in plan.reason:
                 # Whole-core mode re-places a set from before it was on (by design): the new
@@ -215,6 +254,7 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         "allocation": st.builds(AllocationOptions),
         "pin_namespaces": st.sampled_from([("*",), ("weka",)]),
         "min_shared_pool": st.sampled_from([0, 2]),
+        "unmet_requests": st.sampled_from(Unmet),
     }))
     def reconfigure_live(self, options: dict[str, Any]) -> None:
         """An operator's reload: later decisions follow the new options, placements stay."""
@@ -258,7 +298,8 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         self.pool_exhausted_at_sync = any(isinstance(p, SharedPoolExhaustedError)
                                           for p in plan.problems)
         for problem in plan.problems:
-            assert "ns/" in str(problem) or problem.reason == "shared-pool-below-minimum"
+            assert (str(problem).startswith(("ns/", "kube-system/"))
+                    or problem.reason == "shared-pool-below-minimum")
 
 TestEngineLifecycle = EngineLifecycle.TestCase
 # CPUSET_STATEFUL_EXAMPLES=2000 for a deep local run; the default keeps CI fast.

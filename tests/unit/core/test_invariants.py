@@ -130,7 +130,7 @@ def shared_without_a_pool() -> Ledger:
     (pinned_mask_disagrees, {"2"}, "2: annot_refs"),
     (pinned_and_exclusive, {"3"}, "3: CPU(s) 0 are pinned and exclusive"),
     (short_of_its_request, {"5"}, "5: ns/a/main holds 2 CPU(s), asked for 3"),
-    (shared_without_a_pool, {"7"}, "7: shared pool is empty with 1 shared container(s)"),
+    (shared_without_a_pool, {"7"}, "7: shared pool is empty with 1 container(s) on it"),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_each_broken_invariant_is_reported_by_number(broken: Callable[[], Ledger],
                                                      expected: set[str], mentions: str) -> None:

@@ -25,8 +25,14 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
         "full_physical_cores": False,
         "numa_spanning": "pack",
         "keep_free_numa_nodes": False,
+        "alignment": "best-effort",
+        "alignment_scope": "container",
+        "bind_memory": "none",
         "min_shared_pool": 0,
         "exclusive_cpu_quota": "unlimited",
+        "unmet_requests": "best-effort",
+        # reserved_namespaces: unset by default (its value then follows `reserved`), which
+        # TOML cannot write; the example shows it commented out.
     },
     "runtime": {
         "nri_socket": "/var/run/nri/nri.sock",

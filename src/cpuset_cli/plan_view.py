@@ -134,7 +134,9 @@ def _create(runtime: bootstrap.DryRun, pod: PodSpec, container: ContainerSpec,
                         rejected=Rejection(exc.reason, str(exc)))
     placement = plan.placement
     assert placement is not None  # a create plan always places its container
-    return StepView(**common, kind=placement.kind.value, cpus=placement.cpus.format(),
+    assert plan.container_id is not None
+    kind = plan.result.entries[plan.container_id].label  # reserved, mixed, or the kind
+    return StepView(**common, kind=kind, cpus=placement.cpus.format(),
                     mems=placement.mems.format() if placement.mems is not None else None,
                     reason=plan.reason, moves=_moves(plan), shared_pool=_pool(plan))
 

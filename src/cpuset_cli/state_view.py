@@ -64,6 +64,9 @@ class StateView:
     """CPUs running containers gave up but may still run on (a move, a shrink or a
     correction the kernel does not show yet): no exclusive owner gets them until a verifier
     pass shows them left."""
+    reserved_pool: str = ""
+    """Where containers on the reserved CPUs run (``reserved``): ``[cpus] reserved`` online
+    and not isolated; "" when none is (they run on the shared pool)."""
     stats: dict[str, int] = field(default_factory=dict)
     """Counters since start: ``update_containers_calls``, ``updates_sent_in_background``,
     ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``,

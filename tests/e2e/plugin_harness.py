@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -150,9 +150,10 @@ def recorded(cri: KubeletClient, cid: str) -> CPUSet | None:
 
 @contextmanager
 def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
-        namespace: str = "default", runtime_handler: str = "") -> Iterator[str]:
+        namespace: str = "default", runtime_handler: str = "",
+        annotations: Mapping[str, str] | None = None) -> Iterator[str]:
     uid = str(uuid.uuid4())
-    annotations = {KEY: pins} if pins is not None else {}
+    annotations = {**(annotations or {}), **({KEY: pins} if pins is not None else {})}
     with cri.pod(PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
                          namespace=namespace, annotations=annotations),
                  runtime_handler=runtime_handler) as pod_id:

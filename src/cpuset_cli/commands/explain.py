@@ -43,9 +43,12 @@ def explain(container: str, status_socket: str) -> None:
     if found.devices:
         click.echo(f"  devices: on NUMA node {found.devices} (its exclusive CPUs are taken "
                    f"there when they fit; a pin keeps what it asked)")
-    if found.kind == "shared":
+    if found.kind in ("shared", "mixed"):
         click.echo(f"         the shared pool is online ({view.online}) minus pinned and "
                    f"exclusive CPUs (and isolated ones): {view.shared_pool}")
+    if found.kind == "reserved":
+        click.echo(f"         the reserved CPUs ([cpus] reserved, online, not isolated): "
+                   f"{view.reserved_pool or 'none online: it runs on the shared pool'}")
     if found.id in view.drift:
         click.echo("  drift: the cpuset last set for it differs from this; a live update is due")
     click.echo("  history:")

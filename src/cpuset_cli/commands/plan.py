@@ -189,10 +189,16 @@ def _run_step(runtime: bootstrap.DryRun, number: int, step: demo.DemoStep) -> li
                            f"{getattr(exc, 'detail', exc)}")]
     placement = result.placement
     assert placement is not None
-    row = render.Row(number, "create", name, placement.kind.value, placement.cpus.format(),
+    row = render.Row(number, "create", name, _label(result), placement.cpus.format(),
                      placement.mems.format() if placement.mems is not None else "(default)",
                      result.reason)
     return [row, *_update_rows(number, result)]
+
+
+def _label(plan: Plan) -> str:
+    """The created container's kind as operators say it (``reserved``, ``mixed``, ...)."""
+    assert plan.container_id is not None
+    return plan.result.entries[plan.container_id].label
 
 
 def _update_rows(number: int, result: Plan) -> list[render.Row]:

@@ -4,11 +4,13 @@ the per-node numbers a topology-aware scheduler needs to see the machine as the 
 Per NUMA node, counted in CPUs:
 
 * **capacity**: its online CPUs;
-* **allocatable**: capacity without the system-reserved CPUs and, unless
-  ``exclusive_on_isolated``, the isolated ones: what an integer container could ever get there;
+* **allocatable**: capacity without the system-reserved CPUs (where system pods run,
+  ``reserved_namespaces``: never a workload's) and, unless ``exclusive_on_isolated``, the
+  isolated ones: what an integer container could ever get there;
 * **available**: allocatable without the pinned, exclusive and draining CPUs, and without what
   the shared pool must keep. The planner refuses a change that shrinks the pool below
-  ``min_shared_pool``, or empties it while shared containers run (``planner._finish``), so only
+  ``min_shared_pool``, or empties it while containers run on it (shared and mixed ones, and
+  those asking for the reserved CPUs while none is online: ``planner._finish``), so only
   the pool's CPUs above that floor can be taken; with ``full_physical_cores`` only wholly free
   cores count.
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Ledger
-from cpuset_core.policy.shared import exclusive_free, shared_pool
+from cpuset_core.policy.shared import exclusive_free, reserved_pool, shared_pool
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
 
@@ -53,7 +55,8 @@ def numa_headroom(topology: Topology, ledger: Ledger, settings: Settings,
     pool = shared_pool(topology, ledger.reserved, settings)
     free = exclusive_free(topology, ledger.reserved, settings) - draining
     ever = exclusive_free(topology, EMPTY, settings)
-    spare = max(0, len(pool) - pool_floor(settings, ledger.shared_count))
+    users = ledger.on_pool(reserved_pool(topology, settings))
+    spare = max(0, len(pool) - pool_floor(settings, len(users)))
     whole = settings.allocation.full_physical_cores
     nodes = []
     for node in topology.numa_nodes:

@@ -305,3 +305,26 @@ def test_a_saved_states_devices_steer_the_moves_a_plan_causes(machine: Path) -> 
     assert move["container"] == "shop/db/pg"
     topology = build_topology(DUAL_SOCKET_HT)
     assert topology.numa_nodes_of(CPUSet.parse(move["cpus"])) == CPUSet([1])
+
+
+def test_workload_requests_show_their_kind_and_where_they_run(machine: Path) -> None:
+    config = machine.parent / "config.toml"
+    config.write_text('[cpus]\nreserved = "0,8"\n')
+    result = invoke(machine, kube_list(
+        pod("proxy", {"name": "proxy", "resources": {"requests": {"cpu": "100m"}}},
+            namespace="kube-system"),
+        pod("mixed", cpus("app", "2500m"), annotations={"mixed-cpus.nri-cpuset.io/pod": "true"}),
+        pod("bursty", cpus("svc", "2"), annotations={"shared-cpus.nri-cpuset.io/pod": "true"}),
+        pod("typo", cpus("x", "1"), annotations={"mixed-cpus.nri-cpuset.io/pod": "yes"}),
+    ), "-o", "json", "--config", str(config))
+    assert result.exit_code == 3, result.output  # the typo is refused
+    by_name = {s["container"]: s for s in steps(result)}
+    assert (by_name["proxy"]["kind"], by_name["proxy"]["cpus"]) == ("reserved", "0,8")
+    mixed = by_name["app"]
+    assert mixed["kind"] == "mixed"
+    own = CPUSet.parse(mixed["cpus"]) - CPUSet.parse(by_name["svc"]["cpus"])
+    assert len(own) == 2  # its exclusive CPUs: not in the pool the opted-out one runs on
+    assert by_name["svc"]["kind"] == "shared"
+    assert by_name["x"]["rejected"]["reason"] == "invalid-annotation"
+    assert by_name["x"]["reason"] == ("annotation mixed-cpus.nri-cpuset.io/pod='yes' is invalid: "
+                                      "expected 'true' or 'false'")

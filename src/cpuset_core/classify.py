@@ -67,6 +67,9 @@ class Classification:
     with_shared: bool = False
     """For integer containers: runs on the shared pool beside its exclusive CPUs
     (``mixed-cpus``)."""
+    isolated: bool | None = None
+    """For integer containers: exclusive CPUs from the isolated ones only (``True``), never from
+    them (``False``), or as ``exclusive_on_isolated`` says (``None``)."""
 
     @property
     def label(self) -> str:
@@ -149,9 +152,29 @@ def _requested(pod: PodFacts | None, container: ContainerFacts, settings: Settin
     if decided.kind is Kind.INTEGER and shared is not None and shared[0]:
         return Classification(kind=Kind.SHARED, reason=f"{decided.reason}, on the shared pool "
                                                        f"by {shared[1]}=true")
-    if mixed is None or not mixed[0]:
+    if mixed is not None and mixed[0]:
+        decided = _mixed(pod, container, decided, mixed[1])
+    return _isolated(pod, container, settings, decided, requests.isolated)
+
+
+def _isolated(pod: PodFacts, container: ContainerFacts, settings: Settings,
+              decided: Classification, isolated: tuple[bool, str] | None) -> Classification:
+    """``decided`` with its ``isolated-cpus`` answer: only exclusive CPUs can be isolated ones
+    (a shared container there would be stuck on one CPU), and asking for them is gated like a
+    pin, since they are kept from everyone else."""
+    if isolated is None:
         return decided
-    return _mixed(pod, container, decided, mixed[1])
+    wanted, key = isolated
+    if decided.kind is not Kind.INTEGER:
+        if not wanted:
+            return decided
+        return replace(decided, reason=f"{decided.reason} ({key} ignored: no exclusive CPUs)")
+    if wanted and not settings.may_pin(pod.namespace):
+        raise PinNotAllowedError(subject_of(pod, container), key, pod.namespace,
+                                 settings.pin_namespaces)
+    return replace(decided, isolated=wanted,
+                   reason=f"{decided.reason}; {'isolated CPUs' if wanted else 'no isolated CPU'}"
+                          f" by {key}={'true' if wanted else 'false'}")
 
 
 def _on_reserved(pod: PodFacts, container: ContainerFacts, settings: Settings,

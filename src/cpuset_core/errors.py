@@ -193,6 +193,22 @@ class ReservedCpusUnavailableError(AdmissionError):
                                   f"(reserved: {reserved or 'none'})")
 
 
+class IsolatedCpusUnavailableError(AdmissionError):
+    """A container asked for isolated CPUs (``isolated-cpus``) and too few are free; refused
+    under ``unmet_requests = "refuse"``."""
+
+    reason = "isolated-cpus-unavailable"
+
+    def __init__(self, subject: str, key: str, requested: int, free: int,
+                 isolated: str) -> None:
+        self.key = key
+        self.requested = requested
+        self.free = free
+        self.isolated = isolated
+        super().__init__(subject, f"asks for {requested} isolated CPU(s) ({key}), and {free} "
+                                  f"of the isolated CPUs ({isolated or 'none'}) are free")
+
+
 class SharedPoolExhaustedError(AdmissionError):
     """The change would leave no CPU for shared containers."""
 

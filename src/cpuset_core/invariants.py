@@ -7,8 +7,9 @@ Checked after every step of the stateful tests and after every synchronize in pr
    has two exclusive owners.
 2. ``annot_refs[cpu]`` equals the number of annotated containers pinned to ``cpu``.
 3. No CPU is both pinned and exclusive.
-4. Pinned and exclusive CPUs are online; exclusive CPUs avoid system-reserved CPUs (and
-   isolated CPUs unless allowed).
+4. Pinned and exclusive CPUs are online; exclusive CPUs avoid system-reserved CPUs; a
+   container that asked for isolated CPUs holds only isolated ones, and the others hold none
+   unless ``exclusive_on_isolated`` allows them (and they did not say no).
 5. Every integer container holds exactly the number of CPUs it asked for.
 6. The shared pool does not overlap any pinned or exclusive CPU.
 7. The shared pool is not empty while containers run on it (shared ones, mixed ones, and those
@@ -17,7 +18,7 @@ Checked after every step of the stateful tests and after every synchronize in pr
 
 from __future__ import annotations
 
-from cpuset_core.cpuset import CPUSet
+from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Ledger
 from cpuset_core.model import Kind
 from cpuset_core.policy.shared import reserved_pool, shared_pool
@@ -68,11 +69,19 @@ def _placement(topology: Topology, ledger: Ledger, settings: Settings) -> list[s
     offline = ledger.reserved - topology.online
     if offline:
         found.append(f"4: reserved CPU(s) {offline} are not online")
-    forbidden = settings.system_reserved
-    if not settings.exclusive_on_isolated:
-        forbidden |= topology.isolated
-    if ledger.exclusive & forbidden:
-        found.append(f"4: exclusive CPU(s) {ledger.exclusive & forbidden} are reserved/isolated")
+    if ledger.exclusive & settings.system_reserved:
+        found.append(f"4: exclusive CPU(s) {ledger.exclusive & settings.system_reserved} are "
+                     f"reserved")
+    for entry in ledger.of_kind(Kind.INTEGER):
+        # Isolated CPUs go to containers that asked (isolated-cpus) and, under
+        # exclusive_on_isolated, to those that did not say; never to those that said no.
+        allowed = (entry.isolated is True or (entry.isolated is None
+                                              and settings.exclusive_on_isolated))
+        wrong = entry.cpus - topology.isolated if entry.isolated else (
+            EMPTY if allowed else entry.cpus & topology.isolated)
+        if wrong:
+            found.append(f"4: exclusive CPU(s) {wrong} of {entry.subject} are "
+                         f"{'not ' if entry.isolated else ''}isolated")
     pool = shared_pool(topology, ledger.reserved, settings)
     if not pool.isdisjoint(ledger.reserved):
         found.append(f"6: shared pool {pool} overlaps reserved {ledger.reserved}")

@@ -51,6 +51,9 @@ class Entry:
     """A shared container that runs on the reserved CPUs instead of the shared pool."""
     with_shared: bool = False
     """An integer container that runs on the shared pool as well as on its own ``cpus``."""
+    isolated: bool | None = None
+    """An integer container's ``isolated-cpus`` answer (``Classification.isolated``): a move
+    or a rebuild takes its CPUs from the same kind."""
 
     @property
     def label(self) -> str:

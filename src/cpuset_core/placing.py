@@ -70,7 +70,7 @@ class Live:
             decision = Classification(kind=Kind.INTEGER, request=entry.request,
                                       reason=entry.reason, near=entry.near,
                                       bind_memory=entry.mems is not None,
-                                      with_shared=entry.with_shared)
+                                      with_shared=entry.with_shared, isolated=entry.isolated)
         else:
             decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near,
                                       on_reserved=entry.on_reserved)
@@ -191,7 +191,7 @@ def integer_entry(topology: Topology, item: Live, cpus: CPUSet,
                  sandbox_id=item.facts.sandbox_id, kind=Kind.INTEGER, cpus=cpus,
                  mems=bound_mems(topology, cpus) if item.decision.bind_memory else None,
                  request=item.decision.request, near=item.decision.near,
-                 with_shared=item.decision.with_shared,
+                 with_shared=item.decision.with_shared, isolated=item.decision.isolated,
                  reason=item.decision.reason if reason is None else reason)
 
 
@@ -203,4 +203,4 @@ def shared_entry(item: Live) -> Entry:
                  sandbox_id=item.facts.sandbox_id, kind=Kind.SHARED, reason=item.decision.reason,
                  pins_asked=item.decision.pins, request=item.decision.request,
                  near=item.decision.near, on_reserved=item.decision.on_reserved,
-                 with_shared=item.decision.with_shared)
+                 with_shared=item.decision.with_shared, isolated=item.decision.isolated)

@@ -21,12 +21,13 @@ from cpuset_core.errors import (
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
+    IsolatedCpusUnavailableError,
     PinNotAllowedError,
     ReservedCpusUnavailableError,
     SharedPoolBelowMinimumError,
     SharedPoolExhaustedError,
 )
-from cpuset_core.ledger import Ledger
+from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.model import ContainerFacts, ContainerUpdate, Kind, Placement, PodFacts, subject_of
 from cpuset_core.placing import (
     Live,
@@ -45,7 +46,7 @@ from cpuset_core.policy.shared import exclusive_free, reserved_pool, shared_pool
 from cpuset_core.reuse import LeftBehind, reuse_choice
 from cpuset_core.settings import Settings
 from cpuset_core.topology import Topology
-from cpuset_core.workload import Unmet
+from cpuset_core.workload import DOMAIN, ISOLATED, Unmet
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +186,13 @@ class ChangePlanner:
             raise pinned.problems[0]
         entry = pinned.entry
         assert entry is not None  # no problem: every pinned CPU is online
-        free = self._free(working)
+        # Every CPU a moved container might take; each takes only those of its own kind
+        # (isolated ones for a container that asked for them, others for the rest).
+        free = self._free(working) | self._free(working, isolated=True)
         try:
             moves = plan_moves(self.topology, self.allocator, working, entry.cpus, free,
                                options=self.settings.allocation,
-                               reuse_released=self.reuse_released)
+                               reuse_released=self.reuse_released, eligible=self._eligible)
         except NoRoomToMoveError as exc:
             raise InsufficientCpusForReassignmentError(
                 item.subject, exc.conflicting, exc.needed, exc.free,
@@ -210,8 +213,8 @@ class ChangePlanner:
             return self._place_integer(working, item)
 
     def _place_integer(self, working: Ledger, item: Live) -> Plan:
-        item = self._hinted(working, item)
-        free = self._free(working)
+        item = self._isolation_met(working, self._hinted(working, item))
+        free = self._free(working, isolated=item.decision.isolated)
         request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
         # container lands where its init container warmed caches and memory (reuse.py).
@@ -232,7 +235,7 @@ class ChangePlanner:
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self.base.without(item.facts.id)
         item = self._hinted(working, item)
-        free = self._free(working, but=item.facts.id)
+        free = self._free(working, but=item.facts.id, isolated=item.decision.isolated)
         with self._naming_draining(working, but=item.facts.id):
             cpus, how = resize_exclusive(self.topology, self.allocator,
                                          self.settings.allocation, item, current, free=free,
@@ -290,11 +293,36 @@ class ChangePlanner:
             raise InsufficientCpusError(exc.subject, exc.requested, exc.free,
                                         draining=len(held)) from exc
 
-    def _free(self, working: Ledger, *, but: str | None = None) -> CPUSet:
-        """CPUs an exclusive choice may take: free in ``working``, none draining (``but`` that
-        container's own, which it may take back)."""
-        return (exclusive_free(self.topology, working.reserved, self.settings)
+    def _free(self, working: Ledger, *, but: str | None = None,
+              isolated: bool | None = None) -> CPUSet:
+        """CPUs an exclusive choice may take: free in ``working``, of the kind ``isolated``
+        asks (``exclusive_free``), none draining (``but`` that container's own, which it may
+        take back)."""
+        return (exclusive_free(self.topology, working.reserved, self.settings, isolated)
                 - self.draining.cpus(but=but))
+
+    def _eligible(self, entry: Entry) -> CPUSet:
+        """Every CPU a move may give ``entry``: of the kind its ``isolated-cpus`` answer asks."""
+        return exclusive_free(self.topology, EMPTY, self.settings, entry.isolated)
+
+    def _isolation_met(self, working: Ledger, item: Live) -> Live:
+        """``item`` as it will be placed when it asked for isolated CPUs: as asked when enough
+        are free; else refused (``unmet_requests = "refuse"``) or placed as if it had not
+        asked, saying so."""
+        decision = item.decision
+        if not decision.isolated:
+            return item
+        free = len(self._free(working, isolated=True))
+        if free >= decision.request:
+            return item
+        isolated = self.topology.isolated & self.topology.online
+        if self.settings.unmet_requests is Unmet.REFUSE:
+            raise IsolatedCpusUnavailableError(item.subject, ISOLATED.feature + "." + DOMAIN,
+                                               decision.request, free, isolated.format())
+        return Live(item.facts, item.subject, replace(
+            decision, isolated=None, reason=f"{decision.reason}, but {free} of the isolated "
+                                            f"CPUs ({isolated or 'none'}) are free: not "
+                                            f"isolated (best effort)"))
 
     def _admit_integer(self, working: Ledger, item: Live, cpus: CPUSet, reason: str) -> Plan:
         entry = integer_entry(self.topology, item, cpus, reason)

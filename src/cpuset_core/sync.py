@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import EMPTY, CPUSet
@@ -181,9 +181,7 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
                  pending=pending)
     for item in pending:
         try:
-            cpus = choose_exclusive(allocator, options, item.subject, item.decision.request,
-                                    state.free(), exclusive=state.exclusive,
-                                    near=_hint(settings, item)).cpus
+            cpus = _choose(item, state=state, allocator=allocator, options=options)
         except (InsufficientCpusError, FullCoresUnavailableError) as problem:
             state.demote(item, problem)
             continue
@@ -191,6 +189,26 @@ def _integer_entries(topology: Topology, settings: Settings, allocator: Exclusiv
             state.demote(item, SharedPoolExhaustedError(
                 item.subject, "its exclusive CPUs would take the last shared ones; kept shared"))
     state.make_room_for_demoted()
+
+
+def _choose(item: Live, *, state: _IntegerPass, allocator: ExclusiveAllocator,
+            options: AllocationOptions) -> CPUSet:
+    """New exclusive CPUs for ``item``: of the kind its ``isolated-cpus`` answer asks; a
+    container that asked for isolated ones and finds too few gets others, saying so (a rebuild
+    refuses nobody)."""
+    decision = item.decision
+    try:
+        return choose_exclusive(allocator, options, item.subject, decision.request,
+                                state.free(decision.isolated), exclusive=state.exclusive,
+                                near=_hint(state.settings, item)).cpus
+    except (InsufficientCpusError, FullCoresUnavailableError):
+        if not decision.isolated:
+            raise
+    item.decision = replace(decision, isolated=None, reason=f"{decision.reason}, but too few "
+                                                            f"isolated CPUs are free: not "
+                                                            f"isolated (best effort)")
+    return choose_exclusive(allocator, options, item.subject, decision.request, state.free(),
+                            exclusive=state.exclusive, near=_hint(state.settings, item)).cpus
 
 
 def _own_part(item: Live, current: CPUSet, base: Ledger, shared_claimed: CPUSet) -> CPUSet | None:
@@ -216,7 +234,8 @@ def _rewhole(item: Live, current: CPUSet, *, state: _IntegerPass,
     request = item.decision.request
     try:
         cpus: CPUSet | None = choose_exclusive(allocator, options, item.subject, request,
-                                               state.free(), exclusive=state.exclusive,
+                                               state.free(item.decision.isolated),
+                                               exclusive=state.exclusive,
                                                near=_hint(state.settings, item)).cpus
     except (InsufficientCpusError, FullCoresUnavailableError):
         cpus = None  # not enough free CPUs, or none that add up in whole cores
@@ -243,12 +262,15 @@ class _IntegerPass:
     exclusive: CPUSet = EMPTY
     admitted: list[tuple[Live, Entry]] = field(default_factory=list)
 
-    def free(self) -> CPUSet:
-        return exclusive_free(self.topology, self.pinned | self.exclusive, self.settings)
+    def free(self, isolated: bool | None = None) -> CPUSet:
+        """The CPUs still free for a container whose ``isolated-cpus`` answer is ``isolated``."""
+        return exclusive_free(self.topology, self.pinned | self.exclusive, self.settings,
+                              isolated)
 
     def admit(self, item: Live, cpus: CPUSet) -> bool:
-        """Record ``cpus`` as the container's if they are free and leave a shared pool."""
-        if not cpus.issubset(self.free()):
+        """Record ``cpus`` as the container's if they are free (of its kind) and leave a shared
+        pool."""
+        if not cpus.issubset(self.free(item.decision.isolated)):
             return False
         if (self.shared_left or item.decision.with_shared) and not self._pool(
                 self.exclusive | cpus):

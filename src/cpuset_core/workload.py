@@ -13,6 +13,10 @@ server, in the same words (:class:`AnnotationValueError`).
 * ``shared-cpus`` — an integer container runs on the shared pool instead of exclusive CPUs;
 * ``mixed-cpus`` — a Guaranteed container with a fractional CPU limit of at least one CPU gets
   the whole part as exclusive CPUs and runs on the shared pool as well;
+* ``isolated-cpus`` — an integer (or mixed) container's exclusive CPUs are isolated ones
+  (``isolcpus``: no scheduler balancing, no other task; taken from others, so only namespaces
+  that may pin may ask), or never are, even where ``exclusive_on_isolated`` allows them
+  (``false``);
 * ``device-hints`` — ``false``: its exclusive CPUs ignore where its devices are
   (:mod:`cpuset_core.devices`).
 """
@@ -70,8 +74,9 @@ class Toggle:
 RESERVED: Final = Toggle("reserved-cpus")
 SHARED: Final = Toggle("shared-cpus")
 MIXED: Final = Toggle("mixed-cpus")
+ISOLATED: Final = Toggle("isolated-cpus")
 DEVICE_HINTS: Final = Toggle("device-hints")
-TOGGLES: Final = (RESERVED, SHARED, MIXED, DEVICE_HINTS)
+TOGGLES: Final = (RESERVED, SHARED, MIXED, ISOLATED, DEVICE_HINTS)
 """Every annotation of this project's, in the order the operations table lists them."""
 
 
@@ -97,6 +102,7 @@ class Requests:
     reserved: tuple[bool, str] | None = None
     shared: tuple[bool, str] | None = None
     mixed: tuple[bool, str] | None = None
+    isolated: tuple[bool, str] | None = None
 
     @classmethod
     def of(cls, annotations: Mapping[str, str], container: str, subject: str) -> Requests:
@@ -105,7 +111,8 @@ class Requests:
         both the shared pool only and exclusive CPUs beside it."""
         requests = cls(reserved=RESERVED.resolve(annotations, container, subject),
                        shared=SHARED.resolve(annotations, container, subject),
-                       mixed=MIXED.resolve(annotations, container, subject))
+                       mixed=MIXED.resolve(annotations, container, subject),
+                       isolated=ISOLATED.resolve(annotations, container, subject))
         shared, mixed = requests.shared, requests.mixed
         if shared is not None and shared[0] and mixed is not None and mixed[0]:
             raise AnnotationConflictError(subject, shared[1], mixed[1],

@@ -41,7 +41,8 @@ class NoRoomToMoveError(ValueError):
 def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger,
                pins: CPUSet, free: CPUSet, *,
                options: AllocationOptions = DEFAULT_OPTIONS,
-               reuse_released: bool = True) -> tuple[Move, ...]:
+               reuse_released: bool = True,
+               eligible: Callable[[Entry], CPUSet] | None = None) -> tuple[Move, ...]:
     """Return new exclusive sets for every integer container holding a CPU in ``pins``.
 
     Each container either keeps its CPUs outside ``pins`` and gets replacements for the rest, or
@@ -52,8 +53,9 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
     deterministic. With ``options.full_physical_cores`` a container keeps only the cores the
     pins leave whole and every replacement is a wholly free core. With ``reuse_released``
     false, CPUs one moved container leaves are not given to the next (its move may be dropped
-    and it would still run there). Raises :class:`NoRoomToMoveError` when the replacements do
-    not fit.
+    and it would still run there). ``eligible`` limits each container to the CPUs of its own
+    kind (isolated ones for one that asked for them). Raises :class:`NoRoomToMoveError` when
+    the replacements do not fit.
     """
     owners = sorted({ledger.int_owner[cpu] for cpu in pins & ledger.exclusive},
                     key=lambda cid: ledger.entries[cid].cpus.first())
@@ -78,9 +80,13 @@ def plan_moves(topology: Topology, allocator: ExclusiveAllocator, ledger: Ledger
         entry = ledger.entries[cid]
         needed -= to_replace(entry.cpus)
         others = exclusive - entry.cpus
+        mine = available if eligible is None else available & eligible(entry)
+        if to_replace(entry.cpus) > len(usable(mine)):
+            raise NoRoomToMoveError(subjects, needed + to_replace(entry.cpus), len(usable(mine)),
+                                    detail=f"{entry.subject}: too few free CPUs of its kind")
         try:
             cpus = _best_new_set(topology, allocator, entry.cpus, pins=pins,
-                                 available=available, others=others, reserve=needed,
+                                 available=mine, others=others, reserve=needed,
                                  options=options, near=entry.near)
         except ValueError as exc:  # whole-core mode: the free whole cores do not add up
             detail = exc.detail if isinstance(exc, WholeCoresUnavailableError) else str(exc)

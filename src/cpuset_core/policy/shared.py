@@ -20,10 +20,15 @@ def shared_pool(topology: Topology, reserved: CPUSet, settings: Settings) -> CPU
     return pool
 
 
-def exclusive_free(topology: Topology, reserved: CPUSet, settings: Settings) -> CPUSet:
-    """Return the CPUs an integer container may be given now."""
+def exclusive_free(topology: Topology, reserved: CPUSet, settings: Settings,
+                   isolated: bool | None = None) -> CPUSet:
+    """Return the CPUs an integer container may be given now: with ``isolated`` true (it asked
+    for them, ``isolated-cpus``) only isolated ones; false, none of them; ``None`` (it did not
+    say), isolated ones only under ``exclusive_on_isolated``."""
     free = topology.online - reserved - settings.system_reserved
-    if not settings.exclusive_on_isolated:
+    if isolated:
+        return free & topology.isolated
+    if isolated is False or not settings.exclusive_on_isolated:
         free -= topology.isolated
     return free
 

@@ -45,7 +45,7 @@ from cpuset_core import (
     UpdateTransactionError,
 )
 from cpuset_core.policy.shared import exclusive_free
-from cpuset_core.workload import MIXED, RESERVED, SHARED
+from cpuset_core.workload import ISOLATED, MIXED, RESERVED, SHARED
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     EPYC_LIKE,
@@ -181,7 +181,7 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
             assert entry.on_reserved == listed, entry.reason
         return multiple(*created)
 
-    @rule(target=containers, request=st.sampled_from([RESERVED, SHARED, MIXED]),
+    @rule(target=containers, request=st.sampled_from([RESERVED, SHARED, MIXED, ISOLATED]),
           cpus=st.sampled_from([0.5, 1.5, 2, 2.5, 3.25]), per_container=st.booleans())
     def create_with_a_request(self, request: Toggle, cpus: float,
                               per_container: bool) -> object:
@@ -190,7 +190,14 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         pod = self._new_pod(qos="guaranteed", annotations={key: "true"})
         created = self._create(pod, self._container(pod, cpus))
         entry = self.engine.ledger.get(created[0]) if created else None
-        if entry is not None:
+        if entry is not None and request is ISOLATED:
+            # Isolated ones only when it got what it asked; else (best effort) none of them.
+            assert entry.isolated in (True, None), entry.reason
+            mine = entry.cpus & self.topology.isolated
+            assert mine == (entry.cpus if entry.isolated else mine), entry.reason
+            if entry.isolated is None and not self.settings.exclusive_on_isolated:
+                assert not mine, entry.reason
+        elif entry is not None:
             expected = {"reserved-cpus": "reserved", "shared-cpus": "shared"}.get(
                 request.feature, "mixed" if cpus >= 1 and cpus % 1 else entry.label)
             assert entry.label == expected or (

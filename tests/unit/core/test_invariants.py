@@ -150,7 +150,11 @@ def test_shared_index_that_disagrees_with_the_entries_is_reported() -> None:
 @pytest.mark.parametrize(("entry", "mentions"), [
     (annotated("a", "7"), "4: reserved CPU(s) 7 are not online"),
     (integer("i", "7"), "4: reserved CPU(s) 7 are not online"),
-    (integer("i", "2-3"), "4: exclusive CPU(s) 2-3 are reserved/isolated"),
+    (integer("i", "2-3"), "4: exclusive CPU(s) 2-3 of ns/i/main are isolated"),
+    (dataclasses.replace(integer("i", "1-2"), isolated=True),
+     "4: exclusive CPU(s) 1 of ns/i/main are not isolated"),
+    (dataclasses.replace(integer("i", "2-3"), isolated=False),
+     "4: exclusive CPU(s) 2-3 of ns/i/main are isolated"),
 ])
 def test_reservations_off_the_usable_machine_break_invariant_4(entry: Entry,
                                                                mentions: str) -> None:
@@ -162,7 +166,12 @@ def test_reservations_off_the_usable_machine_break_invariant_4(entry: Entry,
 def test_exclusive_cpu_on_system_reserved_breaks_invariant_4() -> None:
     found = violations(DUAL_SOCKET, Ledger.from_entries([integer("i", "0,8")]),
                        Settings(system_reserved=cpus("8")))
-    assert found == ["4: exclusive CPU(s) 8 are reserved/isolated"]
+    assert found == ["4: exclusive CPU(s) 8 are reserved"]
+
+
+def test_isolated_cpus_of_a_container_that_asked_for_them_keep_invariant_4() -> None:
+    entry = dataclasses.replace(integer("i", "2-3"), isolated=True)
+    assert violations(OFFLINE_ISO, Ledger.from_entries([entry]), DEFAULTS) == []
 
 
 def test_shared_containers_with_only_isolated_cpus_left_break_invariant_7() -> None:

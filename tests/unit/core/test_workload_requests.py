@@ -12,8 +12,10 @@ from dataclasses import replace
 import pytest
 
 from cpuset_core import (
+    AdmissionError,
     AnnotationConflictError,
     AnnotationValueError,
+    IsolatedCpusUnavailableError,
     PinNotAllowedError,
     ReservedCpusUnavailableError,
     Unmet,
@@ -25,7 +27,7 @@ from cpuset_core.engine import CpusetEngine
 from cpuset_core.model import ContainerFacts, Kind, PodFacts
 from cpuset_core.quota import ExclusiveQuota, cpu_quota
 from cpuset_core.settings import Settings
-from cpuset_core.workload import MIXED, RESERVED, SHARED, Requests
+from cpuset_core.workload import ISOLATED, MIXED, RESERVED, SHARED, Requests
 from tests.builders.facts import container, pod
 from tests.unit.core.test_hotplug import with_online
 from tests.unit.core.topologies import DUAL_SOCKET
@@ -266,3 +268,82 @@ def test_a_synchronize_keeps_a_mixed_containers_own_cpus_where_it_runs() -> None
     assert plan.problems == ()
     assert plan.updates == ()
     assert plan.result.entries["m"].cpus == CPUSet((5, 13))
+
+
+# -- isolated CPUs on request --------------------------------------------------------------------
+
+ISOLATING = replace(DUAL_SOCKET, isolated=CPUSet.parse("6-7,14-15"))  # node 1's last two cores
+
+
+def isolated_pod(name: str, value: str = "true", **kwargs: object) -> PodFacts:
+    return pod(name, annotations={ISOLATED.pod_key: value}, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_container_asking_for_isolated_cpus_gets_only_isolated_ones() -> None:
+    e = CpusetEngine(ISOLATING, Settings())
+    p = isolated_pod("dpdk")
+    assert admitted(e, p, container("dpdk", p, cpu_limit=2)) == "6,14"  # one whole core
+    assert e.ledger.entries["dpdk"].isolated is True
+    assert "isolated CPUs by isolated-cpus.nri-cpuset.io/pod=true" in e.ledger.entries[
+        "dpdk"].reason
+    other = pod("db")
+    placed = CPUSet.parse(admitted(e, other, container("db", other, cpu_limit=4)))
+    assert placed.isdisjoint(ISOLATING.isolated)  # one not asking never gets them
+
+
+def test_a_container_saying_no_avoids_isolated_cpus_even_where_all_may_have_them() -> None:
+    e = CpusetEngine(ISOLATING, Settings(exclusive_on_isolated=True))
+    p = isolated_pod("web", "false")
+    facts = container("web", p, cpu_limit=12)  # the 12 CPUs that are not isolated
+    assert CPUSet.parse(admitted(e, p, facts)).isdisjoint(ISOLATING.isolated)
+    another = isolated_pod("more", "false")
+    with pytest.raises(AdmissionError):
+        e.plan_create(another, container("more", another, cpu_limit=1))
+
+
+def test_too_few_isolated_cpus_is_best_effort_or_refused() -> None:
+    p = isolated_pod("dpdk")
+    best = CpusetEngine(ISOLATING, Settings())
+    placed = CPUSet.parse(admitted(best, p, container("dpdk", p, cpu_limit=6)))
+    assert placed.isdisjoint(ISOLATING.isolated)
+    assert ("isolated-cpus.nri-cpuset.io/pod=true, but 4 of the isolated CPUs (6-7,14-15) are "
+            "free: not isolated (best effort); NUMA node 0") in best.ledger.entries["dpdk"].reason
+    assert best.ledger.entries["dpdk"].isolated is None
+    refusing = CpusetEngine(ISOLATING, Settings(unmet_requests=Unmet.REFUSE))
+    with pytest.raises(IsolatedCpusUnavailableError) as caught:
+        refusing.plan_create(p, container("dpdk", p, cpu_limit=6))
+    assert str(caught.value) == ("ns/dpdk/main: asks for 6 isolated CPU(s) "
+                                 "(isolated-cpus.nri-cpuset.io), and 4 of the isolated CPUs "
+                                 "(6-7,14-15) are free")
+
+
+def test_isolated_cpus_are_gated_like_a_pin_and_ignored_without_exclusive_cpus() -> None:
+    p = isolated_pod("dpdk")
+    closed = CpusetEngine(ISOLATING, Settings(pin_namespaces=("storage",)))
+    with pytest.raises(PinNotAllowedError):
+        closed.plan_create(p, container("dpdk", p, cpu_limit=2))
+    web = isolated_pod("web", qos="burstable")
+    decided = classify(web, container("web", web), Settings())
+    assert decided.isolated is None
+    assert "isolated-cpus.nri-cpuset.io/pod ignored: no exclusive CPUs" in decided.reason
+
+
+def test_a_pin_moves_an_isolated_container_to_other_isolated_cpus_only() -> None:
+    e = CpusetEngine(ISOLATING, Settings())
+    p = isolated_pod("dpdk")
+    admitted(e, p, container("dpdk", p, cpu_limit=2))  # 6,14
+    pin = pod("pin", pins="6")
+    plan = e.plan_create(pin, container("pin", pin))
+    e.commit(plan)
+    moved = e.ledger.entries["dpdk"].cpus
+    assert moved <= ISOLATING.isolated
+    assert 6 not in moved
+    assert violations(e.topology, e.ledger, e.settings) == []
+
+
+def test_a_synchronize_keeps_an_isolated_containers_cpus() -> None:
+    p = isolated_pod("dpdk")
+    e = CpusetEngine(ISOLATING, Settings())
+    plan = e.plan_synchronize([p], [container("dpdk", p, cpu_limit=2, cpus_now="7,15")])
+    assert plan.updates == ()
+    assert plan.result.entries["dpdk"].cpus == CPUSet((7, 15))

@@ -188,8 +188,8 @@ SHAPES: Final = {shape.name: shape for shape in (
                   "cgroup v2",
           nodes=_TWO_NODES, distances={(0, 1): 21},
           nvme=_NVME_PER_NODE,
-          tests=(*_CORE_TESTS, "test_devices.py", "test_alignment.py", "test_dry_run.py",
-                 "test_start_failures.py", "test_soak.py"),
+          tests=(*_CORE_TESTS, "test_devices.py", "test_alignment.py", "test_workloads.py",
+                 "test_dry_run.py", "test_start_failures.py", "test_soak.py"),
           in_ci=True),
     # The default machine again, with only the soak: for longer walks
     # (NRI_CPUSET_VM_SOAK_MINUTES, _SEED) without the other tests' minutes.

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,12 +163,12 @@ class Guest:
         return guest
 
     def run_pod(self, name: str, qos: QosClass, *, pins: str | None = None,
-                namespace: str = "default") -> str:
+                namespace: str = "default", annotations: Mapping[str, str] | None = None) -> str:
         uid = str(uuid.uuid4())
         return self.cri.run_pod(PodSpec(
             name=name, namespace=namespace, uid=uid,
             cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
-            annotations={PIN: pins} if pins is not None else {}))
+            annotations={**(annotations or {}), **({PIN: pins} if pins is not None else {})}))
 
     def state(self) -> dict[str, Any]:
         state = self.plugin.state()
@@ -200,8 +200,9 @@ class Pods:
         """container id -> ``pod/container``."""
 
     def pod(self, name: str, qos: QosClass, *, pins: str | None = None,
-            namespace: str = "default") -> str:
-        pod_id = self.guest.run_pod(name, qos, pins=pins, namespace=namespace)
+            namespace: str = "default", annotations: Mapping[str, str] | None = None) -> str:
+        pod_id = self.guest.run_pod(name, qos, pins=pins, namespace=namespace,
+                                    annotations=annotations)
         self.pods.append(pod_id)
         return pod_id
 

@@ -1,11 +1,14 @@
 """Isolated CPUs (``isolcpus=`` on the kernel command line, read from
 ``/sys/devices/system/cpu/isolated``) and CPUs the plugin's configuration reserves
 (``cpus.reserved`` with ``strict_reservation``): shared containers never run there, integer
-containers neither, and a pin may still name an isolated CPU."""
+containers neither unless they ask (``isolated-cpus.nri-cpuset.io``, issue 32), and a pin may
+still name an isolated CPU."""
 
 from __future__ import annotations
 
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.resources import guaranteed
 from tests.vm import kernel
 from tests.vm.conftest import ShapeFacts
 from tests.vm.runtime import Guest, Pods, wait_consistent
@@ -46,3 +49,21 @@ def test_a_pin_may_name_an_isolated_cpu_and_the_shared_pool_stays_as_it_was(
     assert kernel.placement(guest.cri, cid).cpus == target
     wait_consistent(guest)
     assert kernel.placement(guest.cri, guest.web).cpus == kernel.online() - kept_away(shape)
+
+
+def test_a_container_asking_for_isolated_cpus_gets_them_and_one_asking_for_too_many_does_not(
+        shape: ShapeFacts, guest: Guest, pods: Pods) -> None:
+    isolated = kernel.isolated()
+    asking = {"isolated-cpus.nri-cpuset.io/pod": "true"}
+    rt = pods.container(pods.pod("rt", QosClass.GUARANTEED, annotations=asking), "app",
+                        guaranteed(len(isolated), "64Mi"))
+    assert kernel.placement(guest.cri, rt).cpus == isolated
+    other = pods.integer("db", 2)  # not asking: never on them, though they are taken anyway
+    assert kernel.placement(guest.cri, other).cpus.isdisjoint(kept_away(shape))
+    # None left: best effort (the default) places it on ordinary CPUs and says so.
+    late = pods.container(pods.pod("late", QosClass.GUARANTEED, annotations=asking), "app",
+                          guaranteed(1, "64Mi"))
+    assert kernel.placement(guest.cri, late).cpus.isdisjoint(kept_away(shape))
+    [entry] = [c for c in guest.state()["containers"] if c["id"] == late]
+    assert "not isolated (best effort)" in entry["reason"], entry
+    wait_consistent(guest)

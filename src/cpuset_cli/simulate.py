@@ -13,6 +13,11 @@ The trace format (issue 4)::
   ``request`` is optional for it and informational only;
 * ``devices`` (optional, on either ``add``) is a list of NUMA nodes: where the container's
   devices are, as the plugin reads them from sysfs on a node (its device hint);
+* ``millis`` (optional, instead of ``request``) is a Guaranteed container's CPU limit in
+  millicores (``2500``: a fraction, shared unless its pod asks ``mixed-cpus``);
+* ``namespace`` and ``annotations`` (optional) are its pod's (default ``simulate``, none): the
+  workload annotations (``reserved-cpus.nri-cpuset.io/pod``, ...) and the reserved
+  namespaces act as on a node;
 * ``del`` removes a container.
 
 A trace is validated as a whole before anything runs, independently of admission outcomes (so
@@ -27,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cpuset_adapters.kubelet import CFS_PERIOD
@@ -46,13 +51,16 @@ from cpuset_core import (
     CpuListSyntaxError,
     CPUSet,
     DeviceLocality,
+    Kind,
     PodFacts,
     Settings,
     Topology,
+    classify,
 )
 from cpuset_core.policy.shared import exclusive_free
 
-_ADD_KEYS = frozenset({"op", "id", "request", "pinned", "devices"})
+_ADD_KEYS = frozenset({"op", "id", "request", "pinned", "devices", "millis", "namespace",
+                       "annotations"})
 _DEL_KEYS = frozenset({"op", "id"})
 
 
@@ -76,6 +84,10 @@ class AddEvent:
     pinned: CPUSet | None = None
     devices: CPUSet = EMPTY
     """The NUMA nodes of its devices (empty: none)."""
+    millis: int | None = None
+    """A CPU limit in millicores given instead of ``request`` (a fraction of a CPU)."""
+    namespace: str = "simulate"
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def integer(self) -> bool:
@@ -187,11 +199,32 @@ def _event(raw: object, index: int, source: str) -> Event:
         return DelEvent(index, ident)
     pinned = _cpu_list(raw, "pinned", fail) if "pinned" in raw else None
     devices = _cpu_list(raw, "devices", fail) if "devices" in raw else EMPTY
+    pod = _pod_fields(raw, fail)
+    if "millis" in raw:
+        if "request" in raw or pinned is not None:
+            raise fail("\"millis\" is a CPU limit given instead of \"request\", for a pod "
+                       "that is not pinned")
+        millis = _natural(raw, "millis", fail, minimum=1)
+        return AddEvent(index, ident, None, None, devices, millis, *pod)
     if "request" not in raw:
         if pinned is None:
-            raise fail("missing \"request\" (the number of exclusive CPUs)")
-        return AddEvent(index, ident, None, pinned, devices)
-    return AddEvent(index, ident, _natural(raw, "request", fail, minimum=1), pinned, devices)
+            raise fail("missing \"request\" (the number of exclusive CPUs) or \"millis\"")
+        return AddEvent(index, ident, None, pinned, devices, None, *pod)
+    return AddEvent(index, ident, _natural(raw, "request", fail, minimum=1), pinned, devices,
+                    None, *pod)
+
+
+def _pod_fields(raw: Mapping[str, object],
+                fail: Callable[[str], TraceError]) -> tuple[str, Mapping[str, str]]:
+    """The pod's namespace and annotations an ``add`` names (defaults: ``simulate``, none)."""
+    namespace = raw.get("namespace", "simulate")
+    if not isinstance(namespace, str) or not namespace:
+        raise fail(f"\"namespace\" must be a non-empty string, not {_kind(namespace)}")
+    annotations = raw.get("annotations", {})
+    if not isinstance(annotations, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()):
+        raise fail(f"\"annotations\" must be an object of strings, not {_kind(annotations)}")
+    return namespace, dict(annotations)
 
 
 def _cpu_list(raw: Mapping[str, object], key: str, fail: Callable[[str], TraceError]) -> CPUSet:
@@ -238,25 +271,36 @@ def _kind(value: object) -> str:
 
 def facts_for(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerFacts]:
     """The pod and container an ``add`` event stands for (a pinned pod, or a Guaranteed pod
-    asking for ``request`` whole CPUs)."""
+    asking for ``request`` whole CPUs or a limit of ``millis``), in its namespace, with its
+    annotations."""
     name = f"c{event.id}"
     container_id = str(event.id)
     devices = (DeviceLocality(device="the trace's devices", numa_nodes=event.devices),) \
         if event.devices else ()
     if event.pinned is not None:
-        pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
+        pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace=event.namespace, name=name,
                        uid=container_id,
-                       annotations={settings.pin_annotation: event.pinned.format()},
+                       annotations={**event.annotations,
+                                    settings.pin_annotation: event.pinned.format()},
                        cgroup_parent=f"/kubepods/burstable/pod{event.id}")
         return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
                                    devices=devices)
-    assert event.request is not None  # integer adds always have one (see _event)
-    pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace="simulate", name=name,
-                   uid=container_id, cgroup_parent=f"/kubepods/pod{event.id}")
+    millis = event.millis if event.millis is not None else 1000 * (event.request or 0)
+    pod = PodFacts(sandbox_id=f"sandbox-{event.id}", namespace=event.namespace, name=name,
+                   uid=container_id, cgroup_parent=f"/kubepods/pod{event.id}",
+                   annotations=dict(event.annotations))
     return pod, ContainerFacts(id=container_id, sandbox_id=pod.sandbox_id, name="main",
-                               cpu_shares=event.request * 1024,
-                               cpu_quota=event.request * CFS_PERIOD, cpu_period=CFS_PERIOD,
+                               cpu_shares=millis * 1024 // 1000,
+                               cpu_quota=millis * CFS_PERIOD // 1000, cpu_period=CFS_PERIOD,
                                devices=devices)
+
+
+def _exclusive_only(pod: PodFacts, facts: ContainerFacts, settings: Settings) -> bool:
+    """Whether the container asks for exclusive CPUs alone (an integer one, not mixed)."""
+    try:
+        return classify(pod, facts, settings).label == Kind.INTEGER.value
+    except AdmissionError:
+        return False
 
 
 def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | None = None,
@@ -275,8 +319,10 @@ def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | 
         before = engine.ledger
         if isinstance(event, AddEvent):
             pod, facts = facts_for(event, engine.settings)
+            # Placement quality is judged for whole-CPU requests of exclusive CPUs alone, as
+            # the kubelet has them (not for a mixed, opted-out or badly annotated one).
             free = (exclusive_free(topology, before.reserved, engine.settings)
-                    if event.integer else None)
+                    if _exclusive_only(pod, facts, engine.settings) else None)
             start = clock()
             try:
                 plan = engine.plan_create(pod, facts)
@@ -293,7 +339,7 @@ def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | 
                 tracker.assign(owner_changes(before, engine.ledger,
                                              (m.previous_cpus | m.cpus for m in plan.moves)))
             if free is not None:
-                assert event.request is not None  # integer adds always have one
+                assert event.request is not None  # whole CPUs asked: see _exclusive_only
                 recorder.request(event.request, free, cpus)
         else:
             engine.commit(engine.plan_release(str(event.id)))

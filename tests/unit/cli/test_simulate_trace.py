@@ -52,6 +52,29 @@ def test_an_id_may_be_reused_after_its_del_and_a_rejected_add_may_be_deleted() -
                               Placed(1, "0,8"))
 
 
+def test_workload_requests_replay_as_on_a_node() -> None:
+    mixed = {"mixed-cpus.nri-cpuset.io/pod": "true"}
+    events = parse_trace(trace(
+        {"op": "add", "id": 1, "millis": 2500, "annotations": mixed},
+        {"op": "add", "id": 2, "request": 2,
+         "annotations": {"shared-cpus.nri-cpuset.io/pod": "true"}},
+        {"op": "add", "id": 3, "request": 1, "namespace": "kube-system",
+         "annotations": {"reserved-cpus.nri-cpuset.io/pod": "yes"}},
+        add(4, 2)))
+    assert events[0] == AddEvent(0, 1, None, millis=2500, annotations=mixed)
+    result = replay(DUAL, events)
+    mixed_placed, opted_out, refused, plain = result.results
+    assert isinstance(mixed_placed, Placed)
+    assert mixed_placed.cpus == "0-15"  # two of its own and the pool
+    assert opted_out == Placed(2, "1-7,9-15")  # the pool, without the mixed one's 0,8
+    assert isinstance(refused, Rejected)
+    assert refused.error == "invalid-annotation"
+    assert isinstance(plain, Placed)
+    # Quality counts requests for exclusive CPUs alone: not the mixed, the opted-out or the
+    # badly annotated one.
+    assert result.metrics.requests == 1
+
+
 BAD_TRACES = [
     ([1, 2], None, "the top level must be an object"),
     ({}, None, 'missing "events"'),
@@ -65,7 +88,8 @@ BAD_TRACES = [
     (trace({"op": "add", "id": 1, "pinned": [0, 1]}), 0, '"pinned" must be a CPU list string'),
     (trace({"id": 1, "request": 2}), 0, 'missing "op"'),
     (trace({"op": "add", "request": 2}), 0, 'missing "id"'),
-    (trace({"op": "add", "id": 1}), 0, 'missing "request"'),
+    (trace({"op": "add", "id": 1}), 0, 'missing "request" (the number of exclusive CPUs) or '
+                                       '"millis"'),
     (trace({"op": "del"}), 0, 'missing "id"'),
     (trace({"op": "move", "id": 1}), 0, "unknown op 'move'"),
     (trace({"op": "add", "id": 1, "request": 2, "cpus": 2}), 0, "unknown key(s) 'cpus'"),
@@ -77,6 +101,13 @@ BAD_TRACES = [
     (trace({"op": "add", "id": 1, "request": 1.5}), 0, '"request" must be an integer'),
     (trace(add(1, 0)), 0, '"request" must be at least 1, got 0'),
     (trace(add(1, 2), "add"), 1, "an event must be an object"),
+    (trace({"op": "add", "id": 1, "request": 2, "millis": 2500}), 0,
+     '"millis" is a CPU limit given instead of "request"'),
+    (trace({"op": "add", "id": 1, "millis": 0}), 0, '"millis" must be at least 1'),
+    (trace({"op": "add", "id": 1, "request": 2, "namespace": ""}), 0,
+     '"namespace" must be a non-empty string'),
+    (trace({"op": "add", "id": 1, "request": 2, "annotations": {"a": 1}}), 0,
+     '"annotations" must be an object of strings'),
     (trace({"op": "add", "id": 1, "request": 2, "devices": 1}), 0,
      '"devices" must be a NUMA node list string like "0-1,8", not an integer 1'),
     (trace({"op": "add", "id": 1, "request": 2, "devices": "1-"}), 0,

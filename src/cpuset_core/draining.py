@@ -40,13 +40,14 @@ class Draining:
         containers that are gone release theirs (a stopped container runs nowhere)."""
         held: dict[str, CPUSet] = {}
         for cid, entry in result.entries.items():
-            if entry.kind is Kind.SHARED and cid not in self.held:
+            if not _owns_alone(entry.kind, entry.with_shared) and cid not in self.held:
                 continue  # nothing to add or keep: most of a dense node, skipped cheaply
             old = base.entries.get(cid)
             drained = self.held.get(cid, EMPTY)
-            if old is not None and old.kind is not Kind.SHARED and entry.kind is not Kind.SHARED:
+            if (old is not None and _owns_alone(old.kind, old.with_shared)
+                    and _owns_alone(entry.kind, entry.with_shared)):
                 drained |= old.cpus - entry.cpus
-            if entry.kind is not Kind.SHARED:
+            if _owns_alone(entry.kind, entry.with_shared):
                 drained -= entry.cpus
             if drained:
                 held[cid] = drained
@@ -64,3 +65,11 @@ class Draining:
         else:
             del held[container_id]
         return Draining(MappingProxyType(held))
+
+
+def _owns_alone(kind: Kind, with_shared: bool) -> bool:
+    """Whether a container of ``kind`` runs on CPUs of its own alone. One on the shared pool
+    (a mixed one too) may be left on a CPU it gave up only as every shared container may, by
+    a dropped pool update, which the verifier repairs: tracking it would keep a CPU it gave
+    to the pool, where it still runs by right, from exclusive owners for as long as it runs."""
+    return kind is not Kind.SHARED and not with_shared

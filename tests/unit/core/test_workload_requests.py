@@ -347,3 +347,16 @@ def test_a_synchronize_keeps_an_isolated_containers_cpus() -> None:
     plan = e.plan_synchronize([p], [container("dpdk", p, cpu_limit=2, cpus_now="7,15")])
     assert plan.updates == ()
     assert plan.result.entries["dpdk"].cpus == CPUSet((7, 15))
+
+
+def test_cpus_a_mixed_container_gives_to_the_pool_do_not_drain_forever() -> None:
+    # It still runs on them by right (they are in the pool): were they draining, no verifier
+    # pass could ever show it left them, and no exclusive owner could have them again.
+    e = CpusetEngine(DUAL_SOCKET, Settings(), confirm_releases=True)
+    p = mixed_pod()
+    admitted(e, p, container("m", p, cpu_limit=2.5))  # 0,8
+    pin = pod("pin", pins="0")
+    e.commit(e.plan_create(pin, container("pin", pin)))
+    assert 8 not in e.ledger.exclusive  # it gave CPU 8 up with 0: 8 is in the pool now
+    assert 8 in e.shared_pool()
+    assert e.draining == CPUSet()  # and free for the next exclusive owner

@@ -35,6 +35,7 @@ from cpuset_core import (
     QoS,
     Settings,
 )
+from cpuset_core.workload import MIXED, RESERVED
 
 if TYPE_CHECKING:
     from cpuset_cli.state_view import StateView
@@ -180,23 +181,30 @@ def seed(runtime: bootstrap.DryRun, state: StateView, settings: Settings) -> lis
     containers: list[tuple[str, ContainerFacts]] = []
     kinds: dict[str, set[str]] = {}
     pins: dict[str, set[str]] = {}
+    requests: dict[str, dict[str, str]] = {}
     for c in state.containers:
         namespace, pod_name, name = _split_subject(c.subject, c.id)
         key = f"{namespace}/{pod_name}"
         kinds.setdefault(key, set()).add(c.kind)
         if c.kind == Kind.ANNOTATED.value:
             pins.setdefault(key, set()).add(c.cpus)
-        integer = c.kind == Kind.INTEGER.value
+        requests.setdefault(key, {}).update(_requests_of(c.kind, name, namespace, settings))
+        integer = c.kind in (Kind.INTEGER.value, "mixed")
+        # A mixed container's limit had a fraction beside its whole CPUs; which one is not in
+        # the state, and any keeps it mixed.
+        quota = (c.request * CFS_PERIOD + (CFS_PERIOD // 2 if c.kind == "mixed" else 0)
+                 if integer else None)
         containers.append((key, ContainerFacts(
             id=c.id, sandbox_id=key, name=name, cpus=c.cpus, mems=c.mems or "",
-            cpu_quota=c.request * CFS_PERIOD if integer else None,
-            cpu_period=CFS_PERIOD if integer else None,
+            cpu_quota=quota, cpu_period=CFS_PERIOD if integer else None,
             devices=devices_on(c.devices, "its devices, as the live state says"))))
         pods.setdefault(key, PodFacts(sandbox_id=key, namespace=namespace, name=pod_name))
     for key, pod in pods.items():
         annotations = ({settings.pin_annotation: ",".join(sorted(pins[key]))}
                        if key in pins else {})
-        qos = QoS.GUARANTEED if Kind.INTEGER.value in kinds[key] else QoS.BURSTABLE
+        annotations.update(requests.get(key, {}))
+        qos = (QoS.GUARANTEED if kinds[key] & {Kind.INTEGER.value, "mixed"}
+               else QoS.BURSTABLE)
         runtime.host.add_pod(PodFacts(sandbox_id=key, namespace=pod.namespace, name=pod.name,
                                       uid=key, annotations=annotations,
                                       cgroup_parent=cgroup_parent(qos, key.replace("/", "_"))))
@@ -204,6 +212,17 @@ def seed(runtime: bootstrap.DryRun, state: StateView, settings: Settings) -> lis
         runtime.host.start_unmanaged(facts)
     plan = runtime.synchronize()
     return [str(problem) for problem in plan.problems]
+
+
+def _requests_of(kind: str, container: str, namespace: str,
+                 settings: Settings) -> dict[str, str]:
+    """The workload annotations that make a container of the live state the ``kind`` it is
+    there (``reserved``, ``mixed``), for a seeded synchronize to decide it so again."""
+    if kind == "mixed":
+        return {MIXED.container_prefix + container: "true"}
+    if kind == "reserved" and not settings.runs_on_reserved(namespace):
+        return {RESERVED.container_prefix + container: "true"}
+    return {}
 
 
 def devices_on(nodes: str, device: str) -> tuple[DeviceLocality, ...]:

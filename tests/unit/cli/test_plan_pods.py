@@ -328,3 +328,35 @@ def test_workload_requests_show_their_kind_and_where_they_run(machine: Path) -> 
     assert by_name["x"]["rejected"]["reason"] == "invalid-annotation"
     assert by_name["x"]["reason"] == ("annotation mixed-cpus.nri-cpuset.io/pod='yes' is invalid: "
                                       "expected 'true' or 'false'")
+
+
+def test_a_saved_states_mixed_and_reserved_containers_are_seeded_as_they_ran(
+        machine: Path) -> None:
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    web = PodFacts(sandbox_id="s1", namespace="shop", name="web",
+                   cgroup_parent="/kubepods/burstable/pods1")
+    mixed = PodFacts(sandbox_id="s2", namespace="shop", name="batch",
+                     cgroup_parent="/kubepods/pods2",
+                     annotations={"mixed-cpus.nri-cpuset.io/pod": "true"})
+    agent = PodFacts(sandbox_id="s3", namespace="ops", name="agent",
+                     cgroup_parent="/kubepods/burstable/pods3",
+                     annotations={"reserved-cpus.nri-cpuset.io/pod": "true"})
+    engine.commit(engine.plan_create(web, ContainerFacts(id="c1", sandbox_id="s1", name="app")))
+    engine.commit(engine.plan_create(mixed, ContainerFacts(
+        id="c2", sandbox_id="s2", name="job", cpu_quota=250_000, cpu_period=100_000)))
+    engine.commit(engine.plan_create(agent, ContainerFacts(id="c3", sandbox_id="s3",
+                                                           name="agent")))
+    own = engine.ledger.entries["c2"].cpus
+    view = state_view.build(engine, runtime="containerd", synchronized=True, known={},
+                            pending=frozenset())
+    state = machine.parent / "live.json"
+    state.write_bytes(state_view.encode(view))
+    result = invoke(machine, kube_list(pod("new", cpus("c", "2"))), "--state", str(state),
+                    "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state_problems"] == []
+    (new,) = steps(result)
+    assert CPUSet.parse(new["cpus"]).isdisjoint(own)  # the mixed one kept its own CPUs
+    # No CPU is reserved on this machine: the agent asking for them runs on the pool too.
+    assert sorted(new["shared_pool"]["containers"]) == ["ops/agent/agent", "shop/batch/job",
+                                                        "shop/web/app"]

@@ -5,7 +5,7 @@ have pending, riding along."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cpuset_core import (
     AdmissionError,
@@ -18,6 +18,7 @@ from cpuset_core import (
     Settings,
     classify,
 )
+from cpuset_core.workload import toggle_of
 from cpuset_service.journal import DecisionJournal
 from cpuset_service.observer import Observer
 from cpuset_service.pusher import UpdatePusher
@@ -65,7 +66,15 @@ def kind_asked(pod: PodFacts, container: ContainerFacts, settings: Settings) -> 
     """The kind a rejected container asked to be (for the admissions metric)."""
     try:
         return classify(pod, container, settings).kind
-    except AdmissionError:  # classification only fails on the pin annotation
+    except AdmissionError:
+        pass
+    # A refused workload request (cpuset_core.workload) asks for what its QoS gives; only the
+    # pin annotation's refusals are an annotated container's.
+    plain = replace(pod, annotations={key: value for key, value in pod.annotations.items()
+                                      if toggle_of(key) is None})
+    try:
+        return classify(plain, container, settings).kind
+    except AdmissionError:
         return Kind.ANNOTATED
 
 

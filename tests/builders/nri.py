@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import DEFAULT_PIN_ANNOTATION
 
 PERIOD = 100_000
 
 
-def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None) -> pb.PodSandbox:
+def pod(name: str, *, qos: str = "guaranteed", pins: str | None = None,
+        annotations: Mapping[str, str] | None = None) -> pb.PodSandbox:
     """Pod sandbox ``name`` (id ``sb-<name>``, namespace "ns") of QoS "guaranteed" or
-    "burstable" (cgroupfs parent); ``pins`` sets the default pin annotation."""
+    "burstable" (cgroupfs parent); ``pins`` sets the default pin annotation, ``annotations``
+    any others."""
     parent = {"guaranteed": f"/kubepods/pod{name}",
               "burstable": f"/kubepods/burstable/pod{name}"}[qos]
-    annotations = {DEFAULT_PIN_ANNOTATION: pins} if pins is not None else {}
+    annotations = {**(annotations or {}),
+                   **({DEFAULT_PIN_ANNOTATION: pins} if pins is not None else {})}
     return pb.PodSandbox(id=f"sb-{name}", name=name, namespace="ns", uid=f"uid-{name}",
                          annotations=annotations, linux=pb.LinuxPodSandbox(cgroup_parent=parent))
 

@@ -90,15 +90,20 @@ def test_admissions_are_reported_with_the_kind_decided() -> None:
                                    (Kind.ANNOTATED, "admitted", "")]
 
 
-@pytest.mark.parametrize(("pins", "cpus", "kind", "reason"), [
-    ("99", None, Kind.ANNOTATED, "cpu-unavailable"),
-    ("0,,1", None, Kind.ANNOTATED, "invalid-annotation"),
-    (None, 64, Kind.INTEGER, "insufficient-cpus"),
+@pytest.mark.parametrize(("pins", "cpus", "kind", "reason", "annotations"), [
+    ("99", None, Kind.ANNOTATED, "cpu-unavailable", {}),
+    ("0,,1", None, Kind.ANNOTATED, "invalid-annotation", {}),
+    (None, 64, Kind.INTEGER, "insufficient-cpus", {}),
+    # A bad workload request asks for what its QoS gives, not for a pin.
+    (None, 2, Kind.INTEGER, "invalid-annotation", {"mixed-cpus.nri-cpuset.io/pod": "yes"}),
+    (None, None, Kind.SHARED, "invalid-annotation", {"reserved-cpus.nri-cpuset.io/pod": "1"}),
 ])
 def test_a_rejection_is_reported_with_the_kind_asked_and_the_core_reason(
-        pins: str | None, cpus: int | None, kind: Kind, reason: str) -> None:
+        pins: str | None, cpus: int | None, kind: Kind, reason: str,
+        annotations: dict[str, str]) -> None:
     handler, observer = observed()
-    bad = pod("bad", qos="guaranteed" if cpus else "burstable", pins=pins)
+    bad = pod("bad", qos="guaranteed" if cpus else "burstable", pins=pins,
+              annotations=annotations)
     with pytest.raises(HandlerError):
         handler.on_create_container(bad, container("c", bad, cpus=cpus))
     assert observer.admissions == [(kind, "rejected", reason)]

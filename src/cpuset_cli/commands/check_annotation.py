@@ -15,8 +15,8 @@ from cpuset_core import (
     CPUSet,
     Topology,
 )
-from cpuset_core.devices import HINTS_CONTAINER_PREFIX, HINTS_POD, hints_wanted
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
+from cpuset_core.workload import DEVICE_HINTS, ISOLATED, MIXED, RESERVED, SHARED, Toggle, toggle_of
 
 EXIT_INVALID: Final = 3
 
@@ -24,8 +24,9 @@ EXIT_INVALID: Final = 3
 @click.command("check-annotation")
 @click.argument("value")
 @click.option("--key", default=DEFAULT_PIN_ANNOTATION, show_default=True,
-              help="The annotation: the pin annotation, or one of the device-hints ones "
-                   f"({HINTS_POD}, {HINTS_CONTAINER_PREFIX}NAME).")
+              help="The annotation: the pin annotation, or one of this project's workload "
+                   "annotations (FEATURE.nri-cpuset.io/pod or .../container.NAME, FEATURE one "
+                   "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints).")
 @topology_options
 def check_annotation(value: str, key: str, sysfs_root: str | None,
                      topology_file: str | None) -> None:
@@ -34,22 +35,25 @@ def check_annotation(value: str, key: str, sysfs_root: str | None,
 
     A valid value prints its canonical form, its CPUs and cores, and the NUMA nodes: the
     cpuset.mems every container of the annotated pod gets (a memoryless node is replaced by its
-    nearest memory nodes). With --key naming a device-hints annotation, VALUE must be true or
-    false. Exit code 0 when valid, 3 when not (the reason on stderr, with the position of a
-    syntax error), 2 when the topology cannot be read.
+    nearest memory nodes). With --key naming a workload annotation, VALUE must be true or false,
+    and what it does is printed. Exit code 0 when valid, 3 when not (the reason on stderr, with
+    the position of a syntax error), 2 when the topology cannot be read.
 
     \b
     Example:
       nri-cpuset check-annotation 0-3,56-59
       nri-cpuset check-annotation '2,3,4,5' --topology epyc.json
       nri-cpuset check-annotation --key device-hints.nri-cpuset.io/pod false
+      nri-cpuset check-annotation --key mixed-cpus.nri-cpuset.io/container.app true
     """
-    if key == HINTS_POD or key.startswith(HINTS_CONTAINER_PREFIX):
-        _check_device_hints(key, value)
+    toggle = toggle_of(key)
+    if toggle is not None:
+        _check_toggle(toggle, key, value)
         return
     if key != DEFAULT_PIN_ANNOTATION:
-        _invalid(f"unknown annotation {key!r}: this checks {DEFAULT_PIN_ANNOTATION}, "
-                 f"{HINTS_POD} and {HINTS_CONTAINER_PREFIX}NAME")
+        _invalid(f"unknown annotation {key!r}: this checks {DEFAULT_PIN_ANNOTATION} and "
+                 f"FEATURE.nri-cpuset.io/pod or FEATURE.nri-cpuset.io/container.NAME, FEATURE "
+                 f"one of {', '.join(t.feature for t in _EFFECTS)}")
     topology = read_topology(sysfs_root, topology_file)
     try:
         pins = CPUSet.parse(value)
@@ -97,17 +101,38 @@ def _check_available(key: str, value: str, pins: CPUSet, topology: Topology) -> 
              f"online: {topology.online}")
 
 
-def _check_device_hints(key: str, value: str) -> None:
-    """The plugin's check of a device-hints annotation, with its words."""
-    container = key.removeprefix(HINTS_CONTAINER_PREFIX) if key != HINTS_POD else ""
+_EFFECTS: Final[dict[Toggle, tuple[str, str]]] = {
+    RESERVED: ("will run on the reserved CPUs ([cpus] reserved), where its namespace may pin "
+               "([pinning] namespaces)",
+               "will be placed by its QoS, even in a namespace whose pods run on the reserved "
+               "CPUs ([cpus] reserved_namespaces)"),
+    SHARED: ("will run on the shared pool, not on exclusive CPUs, even as an integer container",
+             "will be placed by its QoS (the default)"),
+    MIXED: ("will get the whole CPUs of a fractional Guaranteed limit of one CPU or more as "
+            "exclusive CPUs, and run on the shared pool as well",
+            "will be placed by its QoS (the default)"),
+    ISOLATED: ("will take its exclusive CPUs from the isolated ones (isolcpus), where its "
+               "namespace may pin ([pinning] namespaces)",
+               "will never get isolated CPUs, even where [cpus] exclusive_on_isolated allows "
+               "them"),
+    DEVICE_HINTS: ("will take the NUMA nodes of its devices when placed",
+                   "will ignore the NUMA nodes of its devices when placed"),
+}
+"""What each workload annotation does, when true and when false (docs/operations.md)."""
+
+
+def _check_toggle(toggle: Toggle, key: str, value: str) -> None:
+    """The plugin's check of a workload annotation, with its words, and what it does."""
+    container = key.removeprefix(toggle.container_prefix) if key != toggle.pod_key else ""
     try:
-        wanted = hints_wanted({key: value}, container, "")
+        answer = toggle.resolve({key: value}, container, "")
     except AnnotationValueError as exc:
         _invalid(exc.detail)
-    scope = "every container of the pod" if key == HINTS_POD else f"container {container!r}"
-    effect = "take" if wanted else "ignore"
+    assert answer is not None  # its own key is set
+    scope = ("every container of the pod" if key == toggle.pod_key
+             else f"container {container!r}")
     click.echo(f"valid: {key}={value}")
-    click.echo(f"  {scope} will {effect} the NUMA nodes of its devices when placed")
+    click.echo(f"  {scope} {_EFFECTS[toggle][0 if answer[0] else 1]}")
 
 
 def _invalid(message: str, *details: str) -> NoReturn:

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from cpuset_adapters.topology_file_writer import dump_topology, write_topology
 from cpuset_cli.commands.check_annotation import check_annotation
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.workload import TOGGLES, Toggle
 from cpuset_lab.machines import (
     DUAL_SOCKET_HT,
     INTEL_112,
@@ -272,3 +273,37 @@ def test_an_unknown_key_is_refused_naming_the_ones_it_checks() -> None:
     result = _check("1", "--key", "example.com/thing")
     assert result.exit_code == 3
     assert "unknown annotation 'example.com/thing'" in result.output
+
+
+# -- every workload annotation -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("toggle", TOGGLES, ids=lambda t: t.feature)
+def test_every_workload_annotation_is_checked_and_says_what_true_and_false_do(
+        toggle: Toggle) -> None:
+    said = []
+    for key, value in ((toggle.pod_key, "true"), (toggle.container_prefix + "app", "false")):
+        result = _check(value, "--key", key)
+        assert result.exit_code == 0, result.output
+        first, effect = result.output.splitlines()
+        assert first == f"valid: {key}={value}"
+        said.append(effect)
+    assert said[0].startswith("  every container of the pod will ")
+    assert said[1].startswith("  container 'app' will ")
+    assert said[0].removeprefix("  every container of the pod") != said[1].removeprefix(
+        "  container 'app'")
+
+
+@pytest.mark.parametrize("toggle", TOGGLES, ids=lambda t: t.feature)
+def test_a_bad_workload_annotation_is_refused_in_the_plugins_words(toggle: Toggle) -> None:
+    result = _check("True", "--key", toggle.container_prefix + "app")
+    assert result.exit_code == 3
+    assert result.output.strip() == (f"error: annotation {toggle.container_prefix}app='True' is "
+                                     f"invalid: expected 'true' or 'false'")
+
+
+def test_the_unknown_key_error_lists_every_workload_annotation() -> None:
+    result = _check("true", "--key", "cpus.nri-cpuset.io/pod")
+    assert result.exit_code == 3
+    for toggle in TOGGLES:
+        assert toggle.feature in result.output

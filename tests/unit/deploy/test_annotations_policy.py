@@ -1,37 +1,53 @@
-"""The ValidatingAdmissionPolicy for this project's own annotations (the device-hints ones)
-agrees with the plugin's check (``cpuset_core.devices.hints_wanted``) in its verdict and its
-words, on chosen and random values and keys; it leaves pods without them alone, applies to pod
-creation only, and calls only functions the API server has from 1.30 on.
+"""The ValidatingAdmissionPolicy for this project's own annotations (every toggle of
+``cpuset_core.workload``: reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints)
+agrees with the plugin's check (``Requests.of`` then ``hints_wanted``, as ``classify`` reads
+them) in its verdict and its words, on chosen and random values, keys and containers; it leaves
+pods without them alone, applies to pod creation only, and calls only functions the API server
+has from 1.30 on.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpuset_core.devices import HINTS_CONTAINER_PREFIX, HINTS_POD, hints_wanted
-from cpuset_core.errors import AnnotationValueError
+from cpuset_core.devices import hints_wanted
+from cpuset_core.errors import AdmissionError
+from cpuset_core.workload import MIXED, SHARED, TOGGLES, Requests
 from tests.support.kube_cel import Verdict, evaluate_policy
 from tests.unit.deploy.policies import calls_only_known_functions, component, pod
 
 POLICY, BINDING = component("annotations-policy")
 
 
-def admission(annotations: dict[str, str]) -> Verdict:
-    return evaluate_policy(POLICY, pod({"team": "a", **annotations}, name="db", container="pg"))
+def admission(annotations: dict[str, str], *, init: str | None = None) -> Verdict:
+    document: dict[str, Any] = pod({"team": "a", **annotations}, name="db", container="pg")
+    if init is not None:
+        document["spec"]["initContainers"] = [{"name": init, "image": "busybox"}]
+    return evaluate_policy(POLICY, document)
 
 
 def plugin(annotations: dict[str, str], container: str = "pg") -> str | None:
-    """The plugin's refusal (its error's detail) or ``None`` when it accepts."""
+    """The plugin's refusal of ``container`` (its error's detail) or ``None`` when it
+    accepts: the workload requests first, then the device hints, as ``classify`` reads them."""
     try:
+        Requests.of(annotations, container, "default/db/pg")
         hints_wanted(annotations, container, "default/db/pg")
-    except AnnotationValueError as exc:
+    except AdmissionError as exc:
         return exc.detail
     return None
 
 
-KEYS = [HINTS_POD, HINTS_CONTAINER_PREFIX + "pg"]
+def test_the_policy_names_every_toggle_of_the_plugin() -> None:
+    text = str(POLICY["spec"])
+    for toggle in TOGGLES:
+        assert f"'{toggle.feature}'" in text, toggle.feature
+
+
+KEYS = [key for toggle in TOGGLES for key in toggle.keys("pg")]
 VALUES = ["true", "false", "", "no", "False", "TRUE", " true", "true ", "1", "0", "yes",
           "it's", 'say "no"', "a\\b", "tab\there", "new\nline"]
 
@@ -46,14 +62,64 @@ def test_the_policy_and_the_plugin_agree_on_each_value(key: str, value: str) -> 
 
 
 def test_the_refusal_reads_as_the_plugins_error() -> None:
-    assert admission({HINTS_POD: "no"}).message == (
+    assert admission({"device-hints.nri-cpuset.io/pod": "no"}).message == (
         "annotation device-hints.nri-cpuset.io/pod='no' is invalid: expected 'true' or 'false'")
 
 
 def test_another_containers_bad_value_is_refused_too_as_its_container_would_be() -> None:
-    other = {HINTS_CONTAINER_PREFIX + "sidecar": "off"}
+    other = {SHARED.container_prefix + "sidecar": "off"}
     assert admission(other).message == plugin(other, container="sidecar")
     assert plugin(other, container="pg") is None  # the node refuses the sidecar, not pg
+
+
+@pytest.mark.parametrize("annotations", [
+    {SHARED.pod_key: "true", MIXED.pod_key: "true"},
+    {SHARED.pod_key: "true", MIXED.container_prefix + "pg": "true"},
+    {SHARED.container_prefix + "pg": "true", MIXED.pod_key: "true"},
+])
+def test_shared_and_mixed_both_true_for_a_container_is_refused_in_the_plugins_words(
+        annotations: dict[str, str]) -> None:
+    verdict = admission(annotations)
+    assert verdict.allowed is False
+    assert verdict.message == plugin(annotations)
+    assert verdict.message is not None
+    assert "are both true: exclusive CPUs beside the shared pool" in verdict.message
+
+
+def test_a_containers_own_key_resolves_a_pod_level_conflict_away() -> None:
+    annotations = {SHARED.pod_key: "true", MIXED.pod_key: "true",
+                   MIXED.container_prefix + "pg": "false"}
+    assert plugin(annotations) is None
+    assert admission(annotations).allowed is True
+
+
+def test_an_init_containers_conflict_is_refused_as_the_node_would_refuse_it() -> None:
+    annotations = {SHARED.pod_key: "true", MIXED.container_prefix + "setup": "true"}
+    assert plugin(annotations) is None  # pg resolves mixed to nothing
+    verdict = admission(annotations, init="setup")
+    assert verdict.allowed is False
+    assert verdict.message == plugin(annotations, container="setup")
+
+
+def test_keys_the_node_never_reads_are_left_alone() -> None:
+    assert not admission({"shared-cpus.nri-cpuset.io/container.": "x"}).matched
+    assert not admission({"cpus.nri-cpuset.io/pod": "x"}).matched
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from([*KEYS, *(t.container_prefix + "side" for t in TOGGLES)]),
+    st.sampled_from(["true", "false", "yes", ""]), max_size=4))
+def test_the_policy_refuses_a_pod_exactly_when_the_plugin_refuses_one_of_its_containers(
+        annotations: dict[str, str]) -> None:
+    document = pod({"team": "a", **annotations}, name="db", container="pg")
+    document["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    verdict = evaluate_policy(POLICY, document)
+    refusals = [r for r in (plugin(annotations, "pg"), plugin(annotations, "side")) if r]
+    assert verdict.allowed is (not refusals)
+    if len(set(refusals)) == 1 and sum(v not in ("true", "false")
+                                       for v in annotations.values()) <= 1:
+        assert verdict.message == refusals[0]
 
 
 @settings(max_examples=100, deadline=None)

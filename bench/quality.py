@@ -78,6 +78,8 @@ def main() -> int:
             print(delta_row(case))
             if case.pins.pins:
                 print(pins_row(case))
+            for line in case.workloads:
+                print(line)
         sys.stdout.flush()
     if not args.quick:
         print_options(machines, events, args.seed)

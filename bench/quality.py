@@ -24,6 +24,18 @@ Traces (deterministic, seeded; "capacity" = online CPUs that exclusive requests 
   wholly-owned one, which makes our engine move that container). Both policies are stepped
   through the trace as it is written, so the trace is fixed before either is measured and is
   the same for both.
+* ``workloads``: churn of issue 32's per-workload requests: plain integer requests, *mixed*
+  ones (a fractional ``millis`` limit of at least one CPU, ``mixed-cpus``), *opted-out*
+  integer ones (``shared-cpus``) and, only on machines with isolated CPUs (OFFLINE_ISOLATED,
+  not in ``--quick``: run it with ``--machine OFFLINE_ISOLATED``), *isolated* ones
+  (``isolated-cpus``, sized for the isolated CPUs). Ours replays the annotations through the
+  real engine, as on a node. The kubelet has no equivalent for any of the three: it shares a
+  fractional container (no exclusive CPU), gives an opted-out whole-CPU container exclusive
+  CPUs anyway, and never gives isolated CPUs on request (nor runs a namespace on the reserved
+  CPUs: ``reserved-cpus`` and reserved namespaces are not in this trace, whose default
+  settings reserve no CPU). Its table's metrics judge only the requests for exclusive CPUs
+  alone (``simulate``'s own test: integer and isolated, not mixed or opted-out), for both
+  policies; then one line per request kind says what each policy gave it.
 
 Prints one table per machine (both policies, then deltas in points and ratios), then the issue's
 targets for our policy, MET or MISSED with the measured value and the failing cases.
@@ -78,6 +90,8 @@ def main() -> int:
             print(delta_row(case))
             if case.pins.pins:
                 print(pins_row(case))
+            for line in case.workloads:
+                print(line)
         sys.stdout.flush()
     if not args.quick:
         print_options(machines, events, args.seed)

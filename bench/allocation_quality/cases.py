@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from allocation_quality import workloads
 from allocation_quality.machines import Machine
 from allocation_quality.replay import kubelet, replay_with_allocator
 from allocation_quality.traces import PinStats, TraceSpec
@@ -31,6 +32,8 @@ class Case:
     ours: Outcome
     kubelet: Outcome
     pins: PinStats
+    workloads: list[str]
+    """The ``workloads`` trace's per-kind rows (empty for the other traces)."""
 
 
 def _probes(topology: Topology, simulation: Simulation, probes: frozenset[int]) -> tuple[int,
@@ -59,5 +62,8 @@ def run_case(machine: Machine, topology: Topology, spec: TraceSpec) -> Case:
     middle = time.perf_counter()
     theirs = replay_with_allocator(topology, spec.events, kubelet(topology))
     end = time.perf_counter()
+    kinds = (workloads.rows(workloads.ours(topology, spec.events, spec.kinds),
+                            workloads.kubelet(topology, spec.events, theirs, spec.kinds))
+             if spec.kinds else [])
     return Case(machine.name, spec.name, outcome(topology, spec, ours, middle - start),
-                outcome(topology, spec, theirs, end - middle), spec.pins)
+                outcome(topology, spec, theirs, end - middle), spec.pins, kinds)

@@ -18,6 +18,7 @@ from cpuset_cli.simulate import (
     Rejected,
     Result,
     Simulation,
+    _exclusive_only,
     facts_for,
 )
 from cpuset_core import EMPTY, AdmissionError, CPUSet, CpusetEngine, Settings, Topology
@@ -64,28 +65,10 @@ class AllocatorReplay:
                 self._pin_refs[cpu] = self._pin_refs.get(cpu, 0) + 1
             self.pinned |= changed.mask
             self._results.append(Placed(event.id, changed.format()))
+        elif isinstance(event, AddEvent) and (request := kubelet_request(event)) is None:
+            self._results.append(Placed(event.id, EMPTY.format()))
         elif isinstance(event, AddEvent):
-            assert event.request is not None
-            free = exclusive_free(self.topology, CPUSet.from_mask(self.exclusive | self.pinned),
-                                  self._settings)
-            start = self._clock()
-            try:
-                chosen: CPUSet | None = self._allocate(free, event.request)
-            except ValueError as exc:
-                self._recorder.decision(self._clock() - start)
-                chosen = None
-                self._results.append(Rejected(event.id, "InsufficientCpus", str(exc)))
-            else:
-                self._recorder.decision(self._clock() - start)
-                assert chosen is not None
-                assert len(chosen) == event.request, chosen
-                assert chosen.issubset(free), chosen
-                changed = self._held[event.id] = chosen
-                for cpu in chosen:
-                    self._owner[cpu] = event.id
-                self.exclusive |= chosen.mask
-                self._results.append(Placed(event.id, chosen.format()))
-            self._recorder.request(event.request, free, chosen)
+            changed = self._add_integer(event, request)
         elif event.id in self._held:
             changed = self._held.pop(event.id)
             for cpu in changed:
@@ -102,8 +85,47 @@ class AllocatorReplay:
             self._tracker.assign(self._owners(changed))
         self._recorder.state(self._tracker.count)
 
+    def _add_integer(self, event: AddEvent, request: int) -> CPUSet:
+        """Give ``event`` ``request`` exclusive CPUs, if the allocator can; return them."""
+        changed = EMPTY
+        free = exclusive_free(self.topology, CPUSet.from_mask(self.exclusive | self.pinned),
+                              self._settings)
+        start = self._clock()
+        try:
+            chosen: CPUSet | None = self._allocate(free, request)
+        except ValueError as exc:
+            self._recorder.decision(self._clock() - start)
+            chosen = None
+            self._results.append(Rejected(event.id, "InsufficientCpus", str(exc)))
+        else:
+            self._recorder.decision(self._clock() - start)
+            assert chosen is not None
+            assert len(chosen) == request, chosen
+            assert chosen.issubset(free), chosen
+            changed = self._held[event.id] = chosen
+            for cpu in chosen:
+                self._owner[cpu] = event.id
+            self.exclusive |= chosen.mask
+            self._results.append(Placed(event.id, chosen.format()))
+        # The same requests as ours are judged (simulate's own test), so that an opted-out
+        # container the kubelet gives exclusive CPUs anyway is not counted.
+        if _exclusive_only(*facts_for(event, self._settings), self._settings):
+            self._recorder.request(request, free, chosen)
+        return changed
+
     def simulation(self) -> Simulation:
         return Simulation(tuple(self._results), self._recorder.summary())
+
+
+def kubelet_request(event: AddEvent) -> int | None:
+    """The exclusive CPUs the kubelet's static policy gives an unpinned ``add``: its whole CPU
+    limit, whatever its annotations (it reads none); ``None`` for a fractional limit, which
+    the kubelet leaves on the shared pool."""
+    if event.millis is None:
+        assert event.request is not None
+        return event.request
+    whole, fraction = divmod(event.millis, 1000)
+    return None if fraction else whole
 
 
 def replay_with_allocator(topology: Topology, events: Iterable[Event],

@@ -1,11 +1,11 @@
-"""The benchmark's traces (``churn``, ``fragment``, ``numa-fill``, ``pinned``), written for one
-machine from a seed; ``bench/quality.py``'s docstring says what each one does."""
+"""The benchmark's traces (``churn``, ``fragment``, ``numa-fill``, ``pinned``, ``workloads``),
+written for one machine from a seed; ``bench/quality.py``'s docstring says what each one does."""
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allocation_quality.replay import AllocatorReplay, EngineStepper, kubelet
@@ -15,6 +15,19 @@ from cpuset_core.policy.shared import exclusive_free
 
 FILL = 0.85
 PIN_SHARE = 0.10
+
+INTEGER, MIXED, OPTED_OUT, ISOLATED = "integer", "mixed", "opted-out", "isolated"
+WORKLOAD_KINDS = (INTEGER, MIXED, OPTED_OUT, ISOLATED)
+"""The ``workloads`` trace's request kinds, in the order they are reported."""
+WORKLOAD_ANNOTATIONS: Mapping[str, Mapping[str, str]] = {
+    INTEGER: {},
+    MIXED: {"mixed-cpus.nri-cpuset.io/pod": "true"},
+    OPTED_OUT: {"shared-cpus.nri-cpuset.io/pod": "true"},
+    ISOLATED: {"isolated-cpus.nri-cpuset.io/pod": "true"},
+}
+WORKLOAD_SHARES = ((MIXED, 0.20), (OPTED_OUT, 0.15), (ISOLATED, 0.10))
+"""How often an add of the ``workloads`` trace is of each kind (the rest: plain integer)."""
+FRACTIONS = (250, 500, 750)
 
 
 @dataclass
@@ -32,6 +45,8 @@ class Trace:
     pins: dict[int, CPUSet] = field(default_factory=dict)
     pin_refs: dict[int, int] = field(default_factory=dict)
     probes: set[int] = field(default_factory=set)
+    kinds: dict[int, str] = field(default_factory=dict)
+    """The ``workloads`` trace's adds and their kind (empty for the other traces)."""
     next_id: int = 0
 
     @property
@@ -63,6 +78,28 @@ class Trace:
                    AddEvent(len(self.events), ident, request))
         return ident
 
+    def add_workload(self, kind: str, whole: int, fraction: int = 0) -> int:
+        """A ``kind`` container asking for ``whole`` CPUs (plus ``fraction`` millicores, given
+        as ``millis``). It counts as ``whole`` CPUs against the fill limit whatever its kind:
+        the kubelet gives exclusive CPUs to an opted-out or isolated one too, so both policies
+        stay under the limit."""
+        ident = self.next_id
+        self.next_id += 1
+        self.requests[ident] = whole
+        self.kinds[ident] = kind
+        annotations = dict(WORKLOAD_ANNOTATIONS[kind])
+        document: dict[str, object] = {"op": "add", "id": ident}
+        if fraction:
+            document["millis"] = 1000 * whole + fraction
+        else:
+            document["request"] = whole
+        if annotations:
+            document["annotations"] = annotations
+        self._emit(document, AddEvent(len(self.events), ident, None if fraction else whole,
+                                      millis=1000 * whole + fraction if fraction else None,
+                                      annotations=annotations))
+        return ident
+
     def add_pin(self, cpus: CPUSet) -> None:
         ident = self.next_id
         self.next_id += 1
@@ -75,6 +112,7 @@ class Trace:
     def delete(self, ident: int) -> None:
         if ident in self.requests:
             del self.requests[ident]
+            self.kinds.pop(ident, None)
         else:
             for cpu in self.pins.pop(ident):
                 self.pin_refs[cpu] -= 1
@@ -106,6 +144,8 @@ class TraceSpec:
     events: tuple[Event, ...]
     probes: frozenset[int] = frozenset()
     pins: PinStats = PinStats()
+    kinds: Mapping[int, str] = field(default_factory=dict)
+    """The ``workloads`` trace's adds and their kind (every add, deleted or not)."""
 
 
 def _capacity(topology: Topology) -> tuple[CPUSet, int]:
@@ -149,6 +189,32 @@ def _fragment(trace: Trace, n: int, odd: Sequence[int], big: int) -> None:
             ident = trace.add(big)
             trace.probes.add(ident)
             trace.delete(ident)
+
+
+def _workloads(trace: Trace, n: int, draw: Callable[[], int], isolated: int) -> dict[int, str]:
+    """Churn of plain integer, mixed, opted-out and (with ``isolated`` CPUs) isolated
+    requests; returns every add's kind."""
+    rng = trace.rng
+    shares = [(kind, share) for kind, share in WORKLOAD_SHARES if kind != ISOLATED or isolated]
+    kinds: dict[int, str] = {}
+    while len(trace.events) < n:
+        roll, kind = rng.random(), INTEGER
+        for candidate, share in shares:
+            if roll < share:
+                kind = candidate
+                break
+            roll -= share
+        # Isolated requests are sized for the few isolated CPUs a node has, and kept within
+        # them, so that a refusal measures the policy, not an impossible trace.
+        whole = rng.randint(1, isolated) if kind == ISOLATED else draw()
+        fraction = rng.choice(FRACTIONS) if kind == MIXED else 0
+        live_isolated = sum(trace.requests[i] for i, k in trace.kinds.items() if k == ISOLATED)
+        room = kind != ISOLATED or live_isolated + whole <= isolated
+        if (not trace.live or rng.random() < 0.55) and room and trace.fits(whole):
+            kinds[trace.add_workload(kind, whole, fraction)] = kind
+        elif trace.live:
+            trace.delete_random()
+    return kinds
 
 
 class _PinChooser:
@@ -209,9 +275,15 @@ def build_traces(topology: Topology, n: int, seed: int) -> list[TraceSpec]:
     pinned = new(4, [chooser.observe])
     _churn(pinned, n, lambda: _log_uniform(pinned.rng, most), pin=chooser.choose)
     pin_stats = chooser.stats
-    return [TraceSpec(name, parse_trace({"events": trace.events}, source=name),
-                      frozenset(trace.probes), stats)
-            for name, trace, stats in (("churn", churn, PinStats()),
-                                       ("fragment", frag, PinStats()),
-                                       ("numa-fill", fill, PinStats()),
-                                       ("pinned", pinned, pin_stats))]
+    mixed = new(6)
+    kinds = _workloads(mixed, n, lambda: _log_uniform(mixed.rng, most),
+                       len(topology.isolated & topology.online))
+    specs = [TraceSpec(name, parse_trace({"events": trace.events}, source=name),
+                       frozenset(trace.probes), stats)
+             for name, trace, stats in (("churn", churn, PinStats()),
+                                        ("fragment", frag, PinStats()),
+                                        ("numa-fill", fill, PinStats()),
+                                        ("pinned", pinned, pin_stats))]
+    specs.append(TraceSpec("workloads", parse_trace({"events": mixed.events},
+                                                    source="workloads"), kinds=kinds))
+    return specs

@@ -18,7 +18,7 @@ from cpuset_cli.simulate import (
     Rejected,
     Result,
     Simulation,
-    _exclusive_only,
+    exclusive_only,
     facts_for,
 )
 from cpuset_core import EMPTY, AdmissionError, CPUSet, CpusetEngine, Settings, Topology
@@ -109,7 +109,7 @@ class AllocatorReplay:
             self._results.append(Placed(event.id, chosen.format()))
         # The same requests as ours are judged (simulate's own test), so that an opted-out
         # container the kubelet gives exclusive CPUs anyway is not counted.
-        if _exclusive_only(*facts_for(event, self._settings), self._settings):
+        if exclusive_only(*facts_for(event, self._settings), self._settings):
             self._recorder.request(request, free, chosen)
         return changed
 

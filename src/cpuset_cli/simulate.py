@@ -47,6 +47,7 @@ from cpuset_cli.placement_quality import (
 from cpuset_core import (
     EMPTY,
     AdmissionError,
+    Classification,
     ContainerFacts,
     CpuListSyntaxError,
     CPUSet,
@@ -295,12 +296,20 @@ def facts_for(event: AddEvent, settings: Settings) -> tuple[PodFacts, ContainerF
                                devices=devices)
 
 
-def _exclusive_only(pod: PodFacts, facts: ContainerFacts, settings: Settings) -> bool:
-    """Whether the container asks for exclusive CPUs alone (an integer one, not mixed)."""
+def exclusive_only(pod: PodFacts, facts: ContainerFacts, settings: Settings) -> bool:
+    """Whether the container asks for exclusive CPUs alone (an integer one, not mixed): the
+    requests placement quality is judged on, by either policy."""
+    return _exclusive_request(pod, facts, settings) is not None
+
+
+def _exclusive_request(pod: PodFacts, facts: ContainerFacts,
+                       settings: Settings) -> Classification | None:
+    """The container's classification when it asks for exclusive CPUs alone, else ``None``."""
     try:
-        return classify(pod, facts, settings).label == Kind.INTEGER.value
+        decided = classify(pod, facts, settings)
     except AdmissionError:
-        return False
+        return None
+    return decided if decided.label == Kind.INTEGER.value else None
 
 
 def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | None = None,
@@ -321,8 +330,10 @@ def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | 
             pod, facts = facts_for(event, engine.settings)
             # Placement quality is judged for whole-CPU requests of exclusive CPUs alone, as
             # the kubelet has them (not for a mixed, opted-out or badly annotated one).
-            free = (exclusive_free(topology, before.reserved, engine.settings)
-                    if _exclusive_only(pod, facts, engine.settings) else None)
+            # An isolated request is judged against the isolated CPUs it may take.
+            asked = _exclusive_request(pod, facts, engine.settings)
+            free = (None if asked is None else
+                    exclusive_free(topology, before.reserved, engine.settings, asked.isolated))
             start = clock()
             try:
                 plan = engine.plan_create(pod, facts)
@@ -339,7 +350,7 @@ def replay(topology: Topology, events: Sequence[Event], *, settings: Settings | 
                 tracker.assign(owner_changes(before, engine.ledger,
                                              (m.previous_cpus | m.cpus for m in plan.moves)))
             if free is not None:
-                assert event.request is not None  # whole CPUs asked: see _exclusive_only
+                assert event.request is not None  # whole CPUs asked: see exclusive_only
                 recorder.request(event.request, free, cpus)
         else:
             engine.commit(engine.plan_release(str(event.id)))

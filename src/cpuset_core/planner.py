@@ -235,6 +235,10 @@ class ChangePlanner:
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self.base.without(item.facts.id)
         item = self._hinted(working, item)
+        if item.decision.isolated and not current <= self.topology.isolated:
+            # Placed on ordinary CPUs for want of isolated ones (best effort): it resizes
+            # there, as it runs, rather than half on each kind.
+            item = Live(item.facts, item.subject, replace(item.decision, isolated=None))
         free = self._free(working, but=item.facts.id, isolated=item.decision.isolated)
         with self._naming_draining(working, but=item.facts.id):
             cpus, how = resize_exclusive(self.topology, self.allocator,

@@ -360,3 +360,14 @@ def test_cpus_a_mixed_container_gives_to_the_pool_do_not_drain_forever() -> None
     assert 8 not in e.ledger.exclusive  # it gave CPU 8 up with 0: 8 is in the pool now
     assert 8 in e.shared_pool()
     assert e.draining == CPUSet()  # and free for the next exclusive owner
+
+
+def test_a_container_placed_off_the_isolated_cpus_for_want_of_them_resizes_where_it_runs() -> None:
+    # Found by the model-based test: a shrink kept its ordinary CPUs but called them isolated.
+    e = CpusetEngine(DUAL_SOCKET, Settings())  # no isolated CPU at all: best effort
+    p = isolated_pod("dpdk")
+    admitted(e, p, container("dpdk", p, cpu_limit=2))
+    e.commit(e.plan_resize(p, container("dpdk", p, cpu_limit=1)))
+    entry = e.ledger.entries["dpdk"]
+    assert (len(entry.cpus), entry.isolated) == (1, None)
+    assert violations(e.topology, e.ledger, e.settings) == []

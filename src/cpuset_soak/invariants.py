@@ -2,15 +2,17 @@
 sentences naming the containers and the CPUs.
 
 Always (checked continuously while operations run): no CPU in the kernel cpusets of two
-exclusive owners (integer vs integer, integer vs pin). After settling: shared containers on
-exactly ``online − reserved − pins − exclusive``; every pin on exactly its annotation (its
-online part) with the memory nodes of those CPUs; every integer container on exactly its N
-CPUs, outside reserved; the plugin's state document equal to the kernel. After settling too:
-no container that does not run holds anything — none the runtime reports exited, none it
-reports created and not started longer than the start grace (and its watch's slack) — and
-the kernel's shared pool holds again the CPUs such containers were given; those created and
-within their grace (``held``) are kept out of the pool. At the end: the plugin's state empty
-and its pool the whole of ``online − reserved``.
+exclusive owners (integer vs integer, integer vs pin; a mixed container's whole cpuset, its own
+CPUs and the pool, against both). After settling: shared containers on exactly ``online −
+reserved − pins − exclusive`` (the pool); every pin on exactly its annotation (its online part)
+with the memory nodes of those CPUs; every integer container on exactly its N CPUs, outside
+reserved; every mixed one on its N own CPUs (outside pins and reserved) and the pool; every
+container on the reserved CPUs on exactly ``reserved ∩ online``; the plugin's state document
+equal to the kernel. After settling too: no container that does not run holds anything — none
+the runtime reports exited, none it reports created and not started longer than the start grace
+(and its watch's slack) — and the kernel's shared pool holds again the CPUs such containers
+were given; those created and within their grace (``held``) are kept out of the pool. At the
+end: the plugin's state empty and its pool the whole of ``online − reserved``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,24 @@ from cpuset_adapters.cri.results import ContainerInfo
 from cpuset_core.cpuset import EMPTY, CPUSet
 
 from .kernel import KernelView
-from .model import BEST_EFFORT, EXPIRED, FAILED, INTEGER, PINNED, SHARED, Container, Node
+from .model import (
+    BEST_EFFORT,
+    EXCLUSIVE,
+    EXPIRED,
+    FAILED,
+    INTEGER,
+    MIXED,
+    PINNED,
+    RESERVED,
+    SHARED,
+    Container,
+    Node,
+)
 
 HOLDS: Final = {"integer": "exclusive CPU(s) {}", "annotated": "a pin reference on {}",
-                "shared": "a place in the shared pool"}
+                "shared": "a place in the shared pool",
+                "mixed": "exclusive CPU(s) and the shared pool, {}",
+                "reserved": "a place on the reserved CPUs"}
 """What a state document's entry holds, by its ``kind``."""
 
 
@@ -39,12 +55,12 @@ def exclusive_owners(node: Node, view: KernelView) -> list[str]:
     away, or whose cpuset someone else wrote, are not owners until the node settles; one
     whose runtime refuses updates may stay on a pin (a refused move, docs/operations.md) but
     never on another integer container's CPUs."""
-    owners = [c for c in node.running() if c.kind in (INTEGER, PINNED) and not c.unmanaged
-              and not c.tampered and c.cid in view]
+    owners = [c for c in node.running() if c.kind in (INTEGER, PINNED, MIXED)
+              and not c.unmanaged and not c.tampered and c.cid in view]
     found = []
     for a, b in combinations(owners, 2):
-        if a.kind == PINNED and b.kind == PINNED:
-            continue  # pins may overlap by design
+        if a.kind == b.kind and a.kind in (PINNED, MIXED):
+            continue  # pins may overlap by design, mixed containers share the pool
         if (a.faulted or b.faulted) and PINNED in (a.kind, b.kind):
             continue
         shared = view[a.cid].cpus & view[b.cid].cpus
@@ -72,10 +88,12 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
     integers = [c for c in running if c.kind == INTEGER and c.cid in view]
     pins = node.pins()
     found += _exclusive_placements(node, view, running, integers, pins=pins, nodes_of=nodes_of)
-    if any(c.faulted and c.kind == INTEGER for c in node.running()):
+    found += _reserved_placements(node, view, running, all_mems)
+    if any(c.faulted and c.kind in EXCLUSIVE for c in node.running()):
         return found  # where a refused integer container's CPUs went is not known
+    mixed = [c for c in running if c.kind == MIXED and c.cid in view]
     exclusive = CPUSet.union_of(view[c.cid].cpus for c in integers)
-    pool = node.online - pins - exclusive - held
+    pool = node.online - pins - exclusive - held - CPUSet.union_of(c.actual for c in mixed)
     if node.strict_reservation:
         pool -= node.reserved
     if not pool:
@@ -86,7 +104,34 @@ def placements(node: Node, view: KernelView, nodes_of: Callable[[CPUSet], CPUSet
             if got.cpus != pool or got.mems != all_mems:
                 found.append(f"{_name(c)}: shared, expected {pool} (mems {all_mems}), the "
                              f"kernel enforces {got.cpus} (mems {got.mems})")
+    return found + _mixed_placements(node, view, mixed, pool=pool, pins=pins, all_mems=all_mems)
+
+
+def _mixed_placements(node: Node, view: KernelView, mixed: list[Container], *, pool: CPUSet,
+                      pins: CPUSet, all_mems: CPUSet) -> list[str]:
+    """Every mixed container on its own N CPUs (``actual``: what the plugin's state document
+    says it owns, off pins and reserved) and the pool, with every memory node."""
+    found = []
+    for c in mixed:
+        got, own = view[c.cid], c.actual
+        if len(own) != c.cpus or not own.isdisjoint(pins | node.reserved):
+            found.append(f"{_name(c)}: mixed, asked {c.cpus} exclusive CPU(s), owns {own}, "
+                         f"which is not that many or meets pins {pins} or reserved "
+                         f"{node.reserved}")
+        if got.cpus != own | pool or got.mems != all_mems:
+            found.append(f"{_name(c)}: mixed, expected its {own} and the pool {pool} (mems "
+                         f"{all_mems}), the kernel enforces {got.cpus} (mems {got.mems})")
     return found
+
+
+def _reserved_placements(node: Node, view: KernelView, running: list[Container],
+                         all_mems: CPUSet) -> list[str]:
+    """Every container on the reserved CPUs on exactly the online ones, every memory node."""
+    where = node.reserved_pool()
+    return [f"{_name(c)}: on the reserved CPUs, expected {where} (mems {all_mems}), the kernel "
+            f"enforces {view[c.cid].cpus} (mems {view[c.cid].mems})"
+            for c in running if c.kind == RESERVED and c.cid in view
+            and (view[c.cid].cpus != where or view[c.cid].mems != all_mems)]
 
 
 def _exclusive_placements(node: Node, view: KernelView, running: list[Container],
@@ -178,7 +223,8 @@ def given_back(node: Node, view: KernelView, held: CPUSet = EMPTY) -> list[str]:
         return []
     pool = pools.pop()
     taken = node.pins() | held | CPUSet.union_of(
-        view[c.cid].cpus for c in node.running() if c.kind == INTEGER and c.cid in view)
+        view[c.cid].cpus for c in node.running() if c.kind == INTEGER and c.cid in view
+    ) | CPUSet.union_of(c.actual for c in node.running() if c.kind == MIXED)
     if node.strict_reservation:
         taken |= node.reserved
     found = []

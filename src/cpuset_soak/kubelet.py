@@ -33,7 +33,9 @@ class LabKubelet:
         # before the call: a sandbox that failed half-way may still leave its cgroup.
         pod.uid = str(uuid.uuid4())
         self.uids.add(pod.uid)
-        annotations = {KEY: pod.annotation} if pod.annotation is not None else {}
+        annotations = dict(pod.requests)
+        if pod.annotation is not None:
+            annotations[KEY] = pod.annotation
         pod.pod_id = self.client.run_pod(PodSpec(
             name=pod.name, namespace=pod.namespace, uid=pod.uid, annotations=annotations,
             cgroup_parent=cgroup_parent(pod.qos, pod.uid)), runtime_handler=pod.handler)

@@ -78,6 +78,13 @@ def decided_by(node: Node) -> float:
                default=0.0)
 
 
+def owned(document: Mapping[str, Any], container_id: str) -> CPUSet:
+    """The exclusive CPUs the plugin's state document says ``container_id`` owns (a mixed
+    container's own part: its ``cpus`` are those and the pool)."""
+    owners = document.get("exclusive") or {}
+    return CPUSet(int(cpu) for cpu, owner in owners.items() if owner == container_id)
+
+
 def given(document: Mapping[str, Any], container_id: str) -> CPUSet | None:
     """The CPUs the plugin's state document (``inspect -o json``) says ``container_id`` holds
     (None when it does not list it)."""

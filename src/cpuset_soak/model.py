@@ -11,6 +11,12 @@ its state document (``inspect``'s ``draining``). CPUs given up since the node la
 and those the document listed as draining when it did, are such; a creation that fits only by
 counting them may be refused or admitted.
 
+Workload requests (docs/operations.md "Workload annotations", ``requests``): a mixed container
+holds its whole CPUs exclusively and runs on the shared pool too (so the pool must not be empty
+for it); a container on the reserved CPUs (kube-system while CPUs are reserved, or asking)
+holds nothing and runs on ``reserved`` ∩ online; an integer container that declines exclusive
+CPUs is a shared one.
+
 A container placed and never run holds nothing once the plugin knows it will not run
 (``cpuset_core.starts``): one whose start failed at once (the plugin asks the runtime before it
 refuses anything for want of room), one created and not started within the plugin's
@@ -32,6 +38,14 @@ SHARED: Final = "shared"
 BEST_EFFORT: Final = "besteffort"
 INTEGER: Final = "integer"
 PINNED: Final = "pinned"
+MIXED: Final = "mixed"
+"""Exclusive CPUs (``cpus``) and the shared pool beside them (``mixed-cpus``)."""
+RESERVED: Final = "reserved"
+"""On the reserved CPUs, holding nothing."""
+EXCLUSIVE: Final = (INTEGER, MIXED)
+"""The kinds that hold exclusive CPUs."""
+ON_POOL: Final = (SHARED, BEST_EFFORT, MIXED)
+"""The kinds that run on the shared pool (which must not be empty while one does)."""
 
 RUNNING: Final = "running"
 CREATED: Final = "created"
@@ -55,9 +69,13 @@ class Container:
     pod: str
     name: str
     kind: str
-    """``shared``, ``besteffort``, ``integer`` or ``pinned`` (any container of a pinned pod)."""
+    """``shared``, ``besteffort``, ``integer``, ``pinned`` (any container of a pinned pod),
+    ``mixed`` or ``reserved``."""
     cpus: int = 0
-    """Exclusive CPUs asked (integer containers)."""
+    """Exclusive CPUs asked (integer and mixed containers)."""
+    mixed: bool = False
+    """It asked for exclusive CPUs beside the pool: a rebuild that kept it shared (no pool left
+    beside them) places it mixed again at its next update."""
     cid: str = ""
     state: str = RUNNING
     """``running``, ``stopped`` (stopped, not removed), ``exited`` (an init container),
@@ -72,7 +90,8 @@ class Container:
     cgroups_path: str = ""
     pid: int = 0
     actual: CPUSet = EMPTY
-    """Its CPUs in the kernel when last read (integer containers: where the plugin put it);
+    """Its CPUs in the kernel when last read (integer containers: where the plugin put it;
+    mixed ones: the exclusive part, the CPUs the plugin's state document says it owns);
     one that never ran: what the plugin's state document said it was given."""
     created_at: float = 0.0
     """When its CreateContainer returned (``Node.clock``), for one created and not started."""
@@ -84,6 +103,8 @@ class Pod:
     namespace: str
     qos: str
     annotation: str | None = None
+    requests: dict[str, str] = field(default_factory=dict)
+    """Its workload annotations (``requests``), beside the pin."""
     handler: str = ""
     pod_id: str = ""
     uid: str = ""
@@ -176,7 +197,11 @@ class Node:
                                and any(c.state in HOLDING for c in p.containers.values()))
 
     def exclusive_count(self) -> int:
-        return sum(c.cpus for c in self.of_kind(INTEGER))
+        return sum(c.cpus for c in self.of_kind(*EXCLUSIVE))
+
+    def reserved_pool(self) -> CPUSet:
+        """Where containers on the reserved CPUs run (the soak's machines isolate no CPU)."""
+        return self.reserved & self.online
 
     def pool_count(self, pins: CPUSet, exclusive: int) -> int:
         base = self.online - pins
@@ -188,8 +213,8 @@ class Node:
         return len(self.online - pins - self.reserved) - exclusive
 
     def shared_count(self) -> int:
-        """Shared containers the pool must keep a CPU for (running, or created)."""
-        return len(self.of_kind(SHARED, BEST_EFFORT))
+        """Containers the pool must keep a CPU for (running, or created): shared and mixed."""
+        return len(self.of_kind(*ON_POOL))
 
     def allowed(self, namespace: str) -> bool:
         return any(fnmatch.fnmatchcase(namespace, pattern) for pattern in self.namespaces)
@@ -228,12 +253,23 @@ class Node:
             return refuse(POOL_EMPTY)
         return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
 
+    def predict_mixed(self, grow: int) -> Prediction:
+        """A mixed container of ``grow`` exclusive CPUs arriving: an integer one that needs
+        the pool beside its CPUs, whoever else runs there."""
+        pins, exclusive = self.pins(), self.exclusive_count()
+        free = self.free_count(pins, exclusive)
+        if grow > free:
+            return refuse(INSUFFICIENT)
+        if self.pool_count(pins, exclusive + grow) < 1:
+            return refuse(POOL_EMPTY)
+        return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
+
     def predict_pinned(self, pod: Pod) -> Prediction:
         pin, reasons = self.pin_refusals(pod)
         if reasons or pin is None:
             return refuse(*reasons)
         pins = self.pins() | pin
-        moved = [c for c in self.of_kind(INTEGER) if not c.actual.isdisjoint(pin)]
+        moved = [c for c in self.of_kind(*EXCLUSIVE) if not c.actual.isdisjoint(pin)]
         moving = sum(c.cpus for c in moved)
         staying = self.exclusive_count() - moving
         # The moves are planned first, the pool is checked on the result.
@@ -294,7 +330,7 @@ class Node:
         anywhere (cgroup v2 gives a cpuset left without an online CPU its parent's), so it
         owns nothing until the node settles."""
         self.online -= CPUSet([cpu])
-        for container in self.of_kind(INTEGER):
+        for container in self.of_kind(*EXCLUSIVE):
             if cpu in container.actual:
                 self.uncertain += container.cpus
                 container.tampered = True

@@ -145,6 +145,10 @@ class Recorder(Protocol):
         runtime."""
         ...
 
+    def admitted(self, kind: str) -> None:
+        """A container the plugin admitted, counted by the model's kind (``model``)."""
+        ...
+
 
 class Checks(Protocol):
     """The kernel, read between operations."""

@@ -14,6 +14,7 @@ from cpuset_adapters.cri.results import Resources
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_lab.resources import container_resources, guaranteed
 
+from . import requests
 from .history import Op
 from .lifetimes import given, judged
 from .model import (
@@ -22,6 +23,7 @@ from .model import (
     CREATED,
     HOLDING,
     INTEGER,
+    MIXED,
     PINNED,
     RUNNING,
     SHARED,
@@ -38,6 +40,9 @@ QOS: Final = {INTEGER: "Guaranteed", SHARED: "Burstable", BEST_EFFORT: "BestEffo
 
 
 def resources(kind: str, cpus: int) -> Resources:
+    """What the kubelet gives a container of ``kind`` (or of a request's shape)."""
+    if kind in requests.SHAPES:
+        return requests.resources(kind, cpus)
     if kind == INTEGER:
         return guaranteed(cpus, "64Mi")
     if kind == BEST_EFFORT:
@@ -47,8 +52,10 @@ def resources(kind: str, cpus: int) -> Resources:
 
 def run_pod(op: Op, *, kubelet: Kubelet, model: Model) -> Pod:
     """The operation's pod, its sandbox run and the model told."""
-    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=QOS[op["type"]],
-              annotation=op.get("pins"), handler=op.get("handler", ""))
+    shape = op["type"]
+    qos = QOS[shape] if shape in QOS else requests.qos(shape, int(op.get("cpus", 0)))
+    pod = Pod(name=op["pod"], namespace=op["namespace"], qos=qos, annotation=op.get("pins"),
+              requests=dict(op.get("annotations", {})), handler=op.get("handler", ""))
     kubelet.run_pod(pod)
     with model.lock:
         model.node.pods[pod.name] = pod
@@ -77,6 +84,8 @@ def create(op: Op, *, kubelet: Kubelet, model: Model, record: Recorder, checks: 
 
 
 def predict(node: Node, pod: Pod, kind: str, cpus: int) -> Prediction:
+    if kind in requests.SHAPES:
+        return requests.predict(node, pod, kind, cpus)
     if kind == PINNED:
         held = pod.pin is not None and any(c.state in HOLDING
                                            for c in pod.containers.values())
@@ -112,11 +121,10 @@ def create_container(pod: Pod, name: str, kind: str, *, cpus: int,
     pod's dead instances of the same name (beside which a kubelet creates the next attempt)."""
     checks.refresh_integers()
     with model.lock:
-        prediction = judged(model.node, lambda: predict(model.node, pod, kind,
-                                                        cpus if kind == INTEGER else 0))
+        prediction = judged(model.node, lambda: predict(model.node, pod, kind, cpus))
     managed = plugin.up
     subject = (f"{pod.name}/{name}{f' attempt {attempt}' if attempt else ''} "
-               f"({kind}{f' x{cpus}' if kind == INTEGER else ''})")
+               f"({kind}{f' x{cpus}' if kind == INTEGER or kind in requests.SHAPES else ''})")
     try:
         cid = kubelet.create(pod.pod_id, name, resources(kind, cpus), command, attempt=attempt)
     except CriError as err:
@@ -124,10 +132,14 @@ def create_container(pod: Pod, name: str, kind: str, *, cpus: int,
                 kubelet=kubelet, plugin=plugin, record=record, kept=kept)
         return None
     with model.lock:
-        container = Container(pod=pod.name, name=name, kind=kind,
-                              cpus=cpus if kind == INTEGER else 0, cid=cid, state=CREATED,
-                              unmanaged=not managed, created_at=model.node.clock())
+        own = requests.kind_of(model.node, kind, cpus) if kind in requests.SHAPES else kind
+        container = Container(pod=pod.name, name=name, kind=own,
+                              cpus=requests.exclusive(own, cpus), cid=cid, state=CREATED,
+                              mixed=own == MIXED, unmanaged=not managed,
+                              created_at=model.node.clock())
     record.outcome(f"admitted {subject} as {cid[:12]}")
+    if managed:
+        record.admitted(container.kind)
     if managed:
         refused_yet_exists(subject, cid, plugin=plugin, record=record)
     with model.lock:

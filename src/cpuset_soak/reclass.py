@@ -14,6 +14,7 @@ from .lifetimes import judged
 from .model import (
     INTEGER,
     INVALID_ANNOTATION,
+    MIXED,
     NAMESPACE,
     PINNED,
     SHARED,
@@ -43,6 +44,9 @@ def class_change(pod: Pod, container: Container, *, model: Model,
         try:
             if pod.annotation is not None:
                 return PINNED, judged(model.node, lambda: model.node.predict_pinned(pod))
+            if container.mixed:
+                return MIXED, judged(model.node,
+                                     lambda: model.node.predict_mixed(container.cpus))
             return INTEGER, judged(model.node,
                                    lambda: model.node.predict_integer(container.cpus))
         finally:

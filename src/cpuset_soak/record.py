@@ -21,6 +21,8 @@ class Tally:
     ops: Counter[str] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)
+    admitted: Counter[str] = field(default_factory=Counter)
+    """Containers admitted, by the model's kind: which kinds the walk really placed."""
     checks: int = 0
     violations: list[str] = field(default_factory=list)
     settles: list[float] = field(default_factory=list)
@@ -65,3 +67,7 @@ class Record:
     def counted(self, kind: str) -> None:
         with self._lock:
             self.tally.ops[kind] += 1
+
+    def admitted(self, kind: str) -> None:
+        with self._lock:
+            self.tally.admitted[kind] += 1

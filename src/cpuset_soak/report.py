@@ -92,5 +92,6 @@ def settle_line(settles: list[float]) -> str:
 
 def summary(tally: Tally) -> list[str]:
     return [f"operations by kind: {_counts(tally.ops)}",
+            f"containers created one by one and admitted, by kind: {_counts(tally.admitted)}",
             f"refusals by reason: {_counts(tally.refusals)}",
             settle_line(tally.settles), memory_line(tally.memory)]

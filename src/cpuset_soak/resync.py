@@ -4,7 +4,7 @@ the runtime reports (``cpuset_core.sync``)."""
 
 from __future__ import annotations
 
-from .model import INTEGER, PINNED, SHARED, UNAVAILABLE, Node
+from .model import INTEGER, MIXED, PINNED, RESERVED, SHARED, UNAVAILABLE, Node
 
 
 def resynchronized(node: Node) -> None:
@@ -13,7 +13,9 @@ def resynchronized(node: Node) -> None:
     (docs/operations.md, config reload), one allowed again is pinned again; integer
     containers keep their CPUs in the order of their ids while a shared pool is left,
     and the rest run shared (``cpuset_core.sync``: shared containers created while the
-    plugin was away must not run on exclusive CPUs)."""
+    plugin was away must not run on exclusive CPUs); a mixed one keeps its CPUs only with
+    a pool beside them (it runs there too). Containers on the reserved CPUs stay there (the
+    walk never takes a reserved CPU offline, nor narrows the namespaces that asked)."""
     for pod in node.pods.values():
         if pod.annotation is None:
             continue
@@ -25,13 +27,16 @@ def resynchronized(node: Node) -> None:
         kind = SHARED if pod.pin is None else PINNED
         for container in pod.containers.values():
             container.kind = kind
-    integers = sorted((c for c in node.running() if c.cpus and c.kind != PINNED),
+    integers = sorted((c for c in node.running() if c.cpus and c.kind not in (PINNED, RESERVED)),
                       key=lambda c: c.cid)
-    shared = node.shared_count() - sum(c.kind != INTEGER for c in integers)
+    # Those in the list running shared now count again as what they ask; mixed ones, kept
+    # shared or not, count on the pool either way.
+    shared = node.shared_count() - sum(c.kind == SHARED and not c.mixed for c in integers)
     for container in integers:
         container.kind = SHARED  # decided below, in the rebuild's order
     pins, kept = node.pins(), 0
     for container in integers:
-        if not shared or node.pool_count(pins, kept + container.cpus) >= 1:
-            container.kind = INTEGER
+        fits = node.pool_count(pins, kept + container.cpus) >= 1
+        if fits or (not shared and not container.mixed):
+            container.kind = MIXED if container.mixed else INTEGER
             kept += container.cpus

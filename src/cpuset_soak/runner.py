@@ -17,7 +17,7 @@ from . import invariants, kernel, lifetimes, report
 from .dispatch import DISPATCH, Parts
 from .history import HistoryWriter, Op
 from .hotplug import Offlining
-from .model import CREATED, INTEGER
+from .model import CREATED, INTEGER, MIXED
 from .node import LabNode
 from .parts import Model
 from .record import Record
@@ -67,9 +67,15 @@ class Soak:
 
     def refresh_integers(self) -> None:
         """Where integer containers run (the kernel), or, created and not started, what they
-        hold (the plugin's state document: they have no cgroup yet)."""
+        hold (the plugin's state document: they have no cgroup yet); what mixed ones own (the
+        document: the kernel shows their CPUs with the pool's)."""
         with self.model.lock:
             integers = self.model.node.of_kind(INTEGER)
+            mixed = self.model.node.of_kind(MIXED)
+        if mixed and self.node.plugin.up:
+            document = self.node.plugin.state()
+            for container in mixed:
+                container.actual = lifetimes.owned(document, container.cid)
         view = kernel.read(integers)
         for container in integers:
             if container.cid in view:
@@ -168,6 +174,8 @@ class Soak:
         with self.model.lock:
             for container in waiting:  # a pin arriving may have moved it
                 container.actual = lifetimes.given(state, container.cid) or container.actual
+            for container in model.of_kind(MIXED):
+                container.actual = lifetimes.owned(state, container.cid)
             held = CPUSet.union_of(c.actual for c in waiting if c.kind == INTEGER)
             grace = model.grace
             found = invariants.not_running_holders(state, listed, now=time.time(),

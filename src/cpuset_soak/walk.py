@@ -15,8 +15,9 @@ from typing import Final
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 
+from . import requests
 from .history import Op
-from .model import BEST_EFFORT, INTEGER, PINNED, SHARED, Node
+from .model import BEST_EFFORT, EXCLUSIVE, INTEGER, MIXED, PINNED, RESERVED, SHARED, Node
 from .retries import NeverRun
 
 MAX_PODS: Final = 10
@@ -27,6 +28,8 @@ WEIGHTS: Final = {
     "burst": 4, "plugin-kill": 2, "plugin-kill-mid-burst": 1.5, "plugin-sigstop": 1.5,
     "containerd-restart": 1, "runc-refuse": 2.5, "narrow-pins": 1, "status-hammer": 2,
     "create-failing": 2.5, "create-unstarted": 2.5,
+    "create-opted-out": 4, "create-mixed": 6, "create-system": 5, "create-reserved-request": 3,
+    "create-isolated-request": 3,
 }
 """Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
 BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")
@@ -167,6 +170,47 @@ class Walk:
             self.never_run.created(op, self.rng)
         return op
 
+    # -- workload requests (``requests``) ------------------------------------------------------
+
+    def _request(self, shape: str, cpus: int, namespace: str = "default") -> Op | None:
+        return self._create(shape, cpus=cpus, namespace=namespace,
+                            annotations=requests.annotations_of(
+                                shape, per_container=self.rng.random() < 0.5))
+
+    def _gated_namespace(self) -> str:
+        """Where a request for CPUs taken from others comes from: a namespace that may pin,
+        or now and then one that may not (it must be refused)."""
+        if not self.node.allowed("default") and self.rng.random() < 0.3:
+            return "default"
+        return "storage"
+
+    def _create_opted_out(self) -> Op | None:
+        if not self._pool_or_sometimes():
+            return self._delete()
+        return self._request(requests.OPTED_OUT, self.rng.randint(1, 2))
+
+    def _create_mixed(self) -> Op | None:
+        """Whole CPUs that mostly fit beside a pool of one CPU at least, one more now and
+        then."""
+        pins, exclusive = self.node.pins(), self.node.exclusive_count()
+        free = min(self.node.free_count(pins, exclusive),
+                   self.node.pool_count(pins, exclusive) - 1)
+        cpus = self.rng.randint(1, free) if free >= 1 and self.rng.random() < 0.8 else free + 1
+        return self._request(requests.MIXED_REQUEST, max(1, cpus))
+
+    def _create_system(self) -> Op | None:
+        cpus = self.rng.choice((0, 0, 1))
+        if cpus and not self.node.reserved_pool():
+            cpus = self._fitting_integer()
+        return self._request(requests.SYSTEM, cpus, namespace=requests.SYSTEM_NAMESPACE)
+
+    def _create_reserved_request(self) -> Op | None:
+        return self._request(requests.RESERVED_REQUEST, 0, self._gated_namespace())
+
+    def _create_isolated_request(self) -> Op | None:
+        return self._request(requests.ISOLATED_REQUEST, self._fitting_integer(),
+                             self._gated_namespace())
+
     def _create_bad_pin(self) -> Op | None:
         return self._create(PINNED, pins=self.rng.choice(BAD_PINS),
                             namespace=self.rng.choice(NAMESPACES))
@@ -184,7 +228,7 @@ class Walk:
         return {"kind": "delete", "pod": self.rng.choice(sorted(self.node.pods))}
 
     def _stop(self) -> Op | None:
-        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED)
+        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED, MIXED, RESERVED)
         if not choices:
             return None
         pod, name = self.rng.choice(choices)
@@ -209,7 +253,7 @@ class Walk:
                 "cpus": str(self.rng.choice(sorted(self.node.online)))}
 
     def _oob_write(self) -> Op | None:
-        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED)
+        choices = self._running(SHARED, BEST_EFFORT, INTEGER, PINNED, MIXED, RESERVED)
         if not choices:
             return None
         pod, name = self.rng.choice(choices)
@@ -223,7 +267,7 @@ class Walk:
         op: Op = {"kind": "burst", "pods": pods, "kill_at": -1}
         # A pin mid-burst, when its outcome does not depend on the burst's order: shared
         # containers already run and no integer container would have to move.
-        if (pods and self.node.shared_count() and not self.node.of_kind(INTEGER)
+        if (pods and self.node.shared_count() and not self.node.of_kind(*EXCLUSIVE)
                 and self.rng.random() < 0.5):
             op.update(pin=str(self.node.online.last()), pin_at=self.rng.randrange(len(pods)))
         return op

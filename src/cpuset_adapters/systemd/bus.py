@@ -156,8 +156,11 @@ class SystemdBus:
     def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]:
         """Set every request's unit properties; return ``unit -> problem`` for those that
         were not set: a D-Bus error name and message, or ``timeout`` when no reply came
-        within ``wait`` seconds (the call stays queued in systemd). Raises :class:`BusError`
-        when the connection fails (it is closed then)."""
+        within ``wait`` seconds (the call stays queued in systemd). Not connected (never, closed
+        while idle on systemd's private socket, or after a failure), it connects first. Raises
+        :class:`BusError` when it cannot connect or the connection fails (it is closed then)."""
+        if self._sock is None:
+            self.connect()
         problems: dict[str, str] = {}
         waiting: dict[int, str] = {}
         queue = list(requests)

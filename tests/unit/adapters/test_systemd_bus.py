@@ -127,6 +127,41 @@ def test_without_a_system_bus_systemds_private_socket_is_used_without_hello(
         private.close()
 
 
+def test_a_call_after_the_idle_private_connection_was_closed_connects_again(
+        tmp_path: Path) -> None:
+    """The VM lab's systemd shape found this: the second call on systemd's private socket,
+    the first having closed the idle connection, failed an assertion instead of connecting."""
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
+        bus.connect()
+        for _ in range(3):
+            assert bus.set_cpusets(requests(2), wait=5) == {}
+            assert not bus.connected
+        assert len(private.calls) == 6
+    finally:
+        private.close()
+
+
+def test_a_client_never_connected_connects_at_its_first_call(peer: FakeSystemdBus) -> None:
+    bus = SystemdBus(str(peer.path))
+    assert bus.set_cpusets(requests(2), wait=5) == {}
+    assert bus.connected
+    assert peer.hellos == 1
+
+
+def test_a_closed_client_whose_bus_is_gone_raises_no_bus(tmp_path: Path) -> None:
+    fake = FakeSystemdBus(tmp_path / "bus").start()
+    bus = SystemdBus(str(fake.path), timeout=0.2, private=None)
+    bus.connect()
+    bus.close()
+    fake.close()
+    with pytest.raises(BusError) as gone:
+        bus.set_cpusets(requests(1), wait=1)
+    assert gone.value.reason == "no-bus"
+    assert not bus.connected
+
+
 def test_every_call_is_sent_before_the_first_reply_is_awaited(peer: FakeSystemdBus) -> None:
     peer.hold_until = 20  # a client waiting for each reply would never send the 20th
     bus = SystemdBus(str(peer.path))

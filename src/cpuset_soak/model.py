@@ -239,28 +239,21 @@ class Node:
             return ADMIT
         return refuse(POOL_EMPTY)
 
-    def predict_integer(self, grow: int) -> Prediction:
-        """An integer container of ``grow`` CPUs arriving (or one growing by that many)."""
+    def predict_integer(self, grow: int, *, on_pool: bool = False) -> Prediction:
+        """An integer container of ``grow`` CPUs arriving (or one growing by that many);
+        ``on_pool``: a mixed one, which needs the pool beside its CPUs whoever else runs
+        there."""
         pins, exclusive = self.pins(), self.exclusive_count()
         free = self.free_count(pins, exclusive)
         pool_after = self.pool_count(pins, exclusive + grow)
         # The CPUs are chosen first, the pool is checked on the result; a pool a synchronize
         # already left empty (shared containers created while the plugin was away, on a node
-        # without one) refuses nothing more.
+        # without one) refuses nothing more; a mixed one is refused whenever it would leave
+        # itself no pool.
         if grow > free:
             return refuse(INSUFFICIENT)
-        if pool_after < 1 <= self.pool_count(pins, exclusive) and self.shared_count():
-            return refuse(POOL_EMPTY)
-        return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
-
-    def predict_mixed(self, grow: int) -> Prediction:
-        """A mixed container of ``grow`` exclusive CPUs arriving: an integer one that needs
-        the pool beside its CPUs, whoever else runs there."""
-        pins, exclusive = self.pins(), self.exclusive_count()
-        free = self.free_count(pins, exclusive)
-        if grow > free:
-            return refuse(INSUFFICIENT)
-        if self.pool_count(pins, exclusive + grow) < 1:
+        if pool_after < 1 and (on_pool or (
+                self.pool_count(pins, exclusive) >= 1 and self.shared_count())):
             return refuse(POOL_EMPTY)
         return maybe(INSUFFICIENT) if grow > free - self.uncertain else ADMIT
 

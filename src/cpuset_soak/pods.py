@@ -140,7 +140,6 @@ def create_container(pod: Pod, name: str, kind: str, *, cpus: int,
     record.outcome(f"admitted {subject} as {cid[:12]}")
     if managed:
         record.admitted(container.kind)
-    if managed:
         refused_yet_exists(subject, cid, plugin=plugin, record=record)
     with model.lock:
         pod.containers[name] = container

@@ -45,8 +45,8 @@ def class_change(pod: Pod, container: Container, *, model: Model,
             if pod.annotation is not None:
                 return PINNED, judged(model.node, lambda: model.node.predict_pinned(pod))
             if container.mixed:
-                return MIXED, judged(model.node,
-                                     lambda: model.node.predict_mixed(container.cpus))
+                return MIXED, judged(model.node, lambda: model.node.predict_integer(
+                    container.cpus, on_pool=True))
             return INTEGER, judged(model.node,
                                    lambda: model.node.predict_integer(container.cpus))
         finally:

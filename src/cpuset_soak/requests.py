@@ -103,7 +103,7 @@ def predict(node: Node, pod: Pod, shape: str, cpus: int) -> Prediction:
     if kind == RESERVED:
         return ADMIT
     if kind == MIXED:
-        return node.predict_mixed(cpus)
+        return node.predict_integer(cpus, on_pool=True)
     if kind == INTEGER:
         return node.predict_integer(cpus)
     return node.predict_shared()

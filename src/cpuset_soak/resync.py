@@ -4,7 +4,7 @@ the runtime reports (``cpuset_core.sync``)."""
 
 from __future__ import annotations
 
-from .model import INTEGER, MIXED, PINNED, RESERVED, SHARED, UNAVAILABLE, Node
+from .model import INTEGER, MIXED, PINNED, SHARED, UNAVAILABLE, Node
 
 
 def resynchronized(node: Node) -> None:
@@ -27,7 +27,7 @@ def resynchronized(node: Node) -> None:
         kind = SHARED if pod.pin is None else PINNED
         for container in pod.containers.values():
             container.kind = kind
-    integers = sorted((c for c in node.running() if c.cpus and c.kind not in (PINNED, RESERVED)),
+    integers = sorted((c for c in node.running() if c.cpus and c.kind != PINNED),
                       key=lambda c: c.cid)
     # Those in the list running shared now count again as what they ask; mixed ones, kept
     # shared or not, count on the pool either way.

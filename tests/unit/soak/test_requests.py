@@ -48,10 +48,10 @@ def mixed(cid: str, cpus: int, own: str) -> Container:
 
 def test_a_mixed_container_needs_a_pool_beside_its_cpus_even_with_no_one_else_there() -> None:
     node = node_with(TWO)
-    assert node.predict_mixed(1).must_admit
-    assert node.predict_mixed(2).reasons == {POOL_EMPTY}
-    assert not node.predict_mixed(2).may_admit
-    assert node.predict_mixed(3).reasons == {INSUFFICIENT}
+    assert node.predict_integer(1, on_pool=True).must_admit
+    assert node.predict_integer(2, on_pool=True).reasons == {POOL_EMPTY}
+    assert not node.predict_integer(2, on_pool=True).may_admit
+    assert node.predict_integer(3, on_pool=True).reasons == {INSUFFICIENT}
 
 
 def test_a_mixed_container_counts_as_exclusive_and_on_the_pool() -> None:

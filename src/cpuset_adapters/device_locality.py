@@ -12,7 +12,9 @@ A container is given devices two ways, and both are read:
   NVMe multipath a namespace's disk is under ``nvme-subsystem``; its controllers' functions
   count.
 * **PCI addresses in the environment**: the SR-IOV network device plugin hands out virtual
-  functions as ``PCIDEVICE_<RESOURCE>=<address>[,<address>…]``. It is the one plugin
+  functions as ``PCIDEVICE_<RESOURCE>=<address>[,<address>…]`` (and, in recent releases, a
+  ``PCIDEVICE_<RESOURCE>_INFO`` JSON map about the same addresses: skipped, it names no device
+  the first does not). It is the one plugin
   convention supported: GPU plugins name devices by UUID (``NVIDIA_VISIBLE_DEVICES``), which
   sysfs cannot map to a function, and give their device nodes anyway.
 
@@ -35,6 +37,7 @@ from cpuset_core import CPUSet, DeviceLocality
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 """A PCI function's name in sysfs: domain:bus:device.function, lower-case hex."""
 ENV_PREFIX = "PCIDEVICE_"
+ENV_INFO_SUFFIX = "_INFO"
 VFIO_DIR = "/dev/vfio/"
 UVERBS = re.compile(r"^/dev/infiniband/(uverbs\d+)$")
 CONTROLLER = re.compile(r"^nvme\d+$")
@@ -77,7 +80,8 @@ class SysfsDeviceLocator:
                 found.append(self._locality(name, functions))
         for entry in env:
             name, _, value = entry.partition("=")
-            if name.startswith(ENV_PREFIX) and entry not in seen:
+            if (name.startswith(ENV_PREFIX) and not name.endswith(ENV_INFO_SUFFIX)
+                    and entry not in seen):
                 seen.add(entry)
                 found.append(self._from_environment(entry, value))
         return tuple(found)

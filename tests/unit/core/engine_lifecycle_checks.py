@@ -32,8 +32,11 @@ class LifecycleChecks:
     pool_exhausted_at_sync: bool
 
     def _snapshot(self) -> dict[str, tuple[CPUSet, CPUSet | None]]:
-        # An unset cpuset means "every CPU of the parent", which is what a restore writes back.
-        return {cid: (c.cpus if c.cpus is not None else self.topology.online, c.mems)
+        # An unset cpuset means "every CPU (memory node) of the parent", which is what a
+        # restore writes back.
+        every_node = self.topology.nodes_with_memory()
+        return {cid: (c.cpus if c.cpus is not None else self.topology.online,
+                      c.mems if c.mems is not None else every_node)
                 for cid, c in self.host.containers.items()}
 
     def _assert_untouched(self, before: dict[str, tuple[CPUSet, CPUSet | None]]) -> None:

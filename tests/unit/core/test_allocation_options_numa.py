@@ -17,6 +17,7 @@ from cpuset_core.policy.options import Spanning
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.topology import Topology
 from tests.builders.facts import container, pod
+from tests.unit.core.option_strategies import allocation_options
 from tests.unit.core.topologies import DUAL_SOCKET, EPYC, NPS4, cpus
 from tests.unit.core.whole_cores import WHOLE, splits_no_core
 
@@ -162,7 +163,7 @@ def test_a_refused_growth_names_the_size_asked() -> None:
 # -- the options as settings -------------------------------------------------------------------
 
 
-@given(options=st.builds(AllocationOptions))
+@given(options=allocation_options())
 def test_every_allocation_option_may_change_on_a_running_engine(
         options: AllocationOptions) -> None:
     engine = CpusetEngine(DUAL_SOCKET)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -31,7 +31,6 @@ from hypothesis.stateful import (
 from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
 from cpuset_core import (
     AdmissionError,
-    AllocationOptions,
     ContainerFacts,
     CPUSet,
     CpusetEngine,
@@ -44,6 +43,7 @@ from cpuset_core import (
     Unmet,
     UpdateTransactionError,
 )
+from cpuset_core.policy.alignment import misalignment
 from cpuset_core.policy.shared import exclusive_free
 from cpuset_core.workload import ISOLATED, MIXED, RESERVED, SHARED
 from cpuset_lab.machines import (
@@ -54,6 +54,7 @@ from cpuset_lab.machines import (
     build_topology,
 )
 from tests.unit.core.engine_lifecycle_checks import LifecycleChecks
+from tests.unit.core.option_strategies import allocation_options
 
 SHAPES = [THIS_MACHINE_LIKE, DUAL_SOCKET_HT, EPYC_LIKE, OFFLINE_ISOLATED]
 PERIOD = 100_000
@@ -73,7 +74,7 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
                 options=st.fixed_dictionaries({
                     "exclusive_on_isolated": st.booleans(),
                     # Every option, including any added later: drawn from its type.
-                    "allocation": st.builds(AllocationOptions),
+                    "allocation": allocation_options(),
                     "pin_namespaces": st.sampled_from([("*",), ("n*",), ("weka",)]),
                     "reserved_namespaces": st.sampled_from([(), ("kube-*",)]),
                     "unmet_requests": st.sampled_from(Unmet),
@@ -110,7 +111,8 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
         pool_before = len(self.engine.shared_pool())
         try:
             plan = self.runtime.create_container(pod, facts)
-        except (AdmissionError, UpdateTransactionError):
+        except (AdmissionError, UpdateTransactionError) as exc:
+            event(f"create refused: {type(exc).__name__}")  # --hypothesis-show-statistics
             assert self.engine.ledger is ledger_before, "a failed create changed the ledger"
             self._assert_untouched(live_before)
             return []
@@ -249,6 +251,13 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
                             for core in self.topology.cores_within(before.cpus))
                 assert self.settings.allocation.full_physical_cores
                 assert not whole
+            elif "re-placed to stay aligned" in plan.reason:
+                # Grown in place it would break a strict policy: placed afresh, and aligned.
+                options = self.settings.allocation
+                assert options.alignment.strict
+                assert not misalignment(self.topology, options.alignment, placement.cpus,
+                                        near=CPUSet(), eligible=exclusive_free(
+                                            self.topology, CPUSet(), self.settings))
             else:
                 # Kept where possible: a shrink is a subset, a growth a superset.
                 assert placement.cpus <= before.cpus or placement.cpus >= before.cpus
@@ -258,7 +267,7 @@ class EngineLifecycle(LifecycleChecks, RuleBasedStateMachine):
             assert placement.cpus == before.cpus  # pins never move
 
     @rule(options=st.fixed_dictionaries({
-        "allocation": st.builds(AllocationOptions),
+        "allocation": allocation_options(),
         "pin_namespaces": st.sampled_from([("*",), ("weka",)]),
         "min_shared_pool": st.sampled_from([0, 2]),
         "unmet_requests": st.sampled_from(Unmet),

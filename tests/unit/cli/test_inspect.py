@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import stat
 import threading
@@ -16,7 +17,7 @@ from cpuset_adapters.status_socket import read_status, serve_status
 from cpuset_cli import state_view
 from cpuset_cli.commands.explain import explain
 from cpuset_cli.commands.inspect import _render, inspect
-from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
+from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, DeviceLocality, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 
 
@@ -115,14 +116,9 @@ def test_decode_refuses_other_schemas_and_garbage() -> None:
         state_view.decode(b'{"schema": 1, "runtime": 3}')
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "run" / "status.sock"
-    view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
-                            synchronized=True, known={"id-web": CPUSet.parse("0-15")},
-                            pending=frozenset(),
-                            history={"id-db": ["created: integer cpus=0,8 mems=default (...)",
-                                               "moved 0,8 -> 1,9: moved off CPUs 0"]})
+@contextlib.contextmanager
+def serving(path: Path, view: state_view.StateView) -> Iterator[Path]:
+    """The status socket at ``path`` answering ``view``, served from a thread."""
     document = state_view.encode(view)
     ready = threading.Event()
     loop = asyncio.new_event_loop()
@@ -137,10 +133,23 @@ def served(tmp_path: Path) -> Iterator[Path]:
     thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
     thread.start()
     assert ready.wait(5)
-    yield path
-    loop.call_soon_threadsafe(stop.set)
-    thread.join(5)
-    loop.close()
+    try:
+        yield path
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+        loop.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Path]:
+    view = state_view.build(engine_with_three(), runtime="containerd 1.7.24",
+                            synchronized=True, known={"id-web": CPUSet.parse("0-15")},
+                            pending=frozenset(),
+                            history={"id-db": ["created: integer cpus=0,8 mems=default (...)",
+                                               "moved 0,8 -> 1,9: moved off CPUs 0"]})
+    with serving(tmp_path / "run" / "status.sock", view) as path:
+        yield path
 
 
 def test_status_socket_is_root_only_and_answers_the_document(served: Path) -> None:
@@ -218,3 +227,21 @@ def test_the_status_socket_refuses_a_symlink(tmp_path: Path) -> None:
     (private / "status.sock").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(OSError, match="symlink"):
         asyncio.run(serve_status(private / "status.sock", answer(b"")))
+
+
+def test_explain_names_the_numa_node_of_a_containers_devices(tmp_path: Path) -> None:
+    engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
+    pod = PodFacts(sandbox_id="s-nic", namespace="ns", name="nic", cgroup_parent="/kubepods/pod9")
+    vf = DeviceLocality(device="PCIDEVICE_SRIOV=0000:41:00.2", pci=("0000:41:00.2",),
+                        numa_nodes=CPUSet((1,)))
+    engine.commit(engine.plan_create(pod, ContainerFacts(
+        id="id-nic", sandbox_id="s-nic", name="main", cpu_quota=200_000, cpu_period=100_000,
+        devices=(vf,))))
+    view = state_view.build(engine, runtime="containerd", synchronized=True, known={},
+                            pending=frozenset())
+    with serving(tmp_path / "status.sock", view) as path:
+        result = CliRunner().invoke(explain, ["ns/nic/main", "--status-socket", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "  cpus:  4,12\n" in result.output  # node 1's first whole core
+    assert "  devices: on NUMA node 1 (its exclusive CPUs are taken there" in result.output
+    assert "PCIDEVICE_SRIOV=0000:41:00.2 (PCI 0000:41:00.2): NUMA node 1" in result.output

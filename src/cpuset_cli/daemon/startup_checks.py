@@ -4,7 +4,9 @@
 * the NRI socket is missing (external plugins): say how to enable NRI, then wait for it —
   a DaemonSet may well start before containerd, and the session retries with backoff;
 * NRI is disabled in containerd's config while the socket is missing: refuse to start, since
-  the socket cannot appear before containerd's config changes and containerd restarts.
+  the socket cannot appear before containerd's config changes and containerd restarts;
+* the topology publisher declares ``single-numa-node`` to the scheduler while the node enforces
+  no strict alignment: say so (a burst that outruns the published object spans nodes).
 
 Unreadable or malformed files say nothing: these checks guard against known conflicts, they
 do not replace the runtime's own validation.
@@ -85,6 +87,21 @@ def nri_disabled(containerd_config: Path) -> str | None:
             f"[{NRI_SECTION}]): set it to false and restart containerd")
 
 
+def declared_policy_not_enforced(config: Config) -> str | None:
+    """A message when the NodeResourceTopology object promises the scheduler ``single-numa-node``
+    while ``cpus.alignment`` lets a container span nodes."""
+    publisher, alignment = config.topology_publisher, config.cpus.alignment
+    if not publisher.enabled or publisher.policy != "single-numa-node" or \
+            alignment in {"restricted", "single-numa-node"}:
+        return None
+    return (f"topology_publisher.policy = \"single-numa-node\" tells the scheduler this node "
+            f"admits only containers that fit one NUMA node, but cpus.alignment = "
+            f"\"{alignment}\" does not enforce it: a pod scheduled on an object that is a "
+            f"moment old spans nodes instead of being refused. Set cpus.alignment = "
+            f"\"single-numa-node\" to enforce what is declared (the object then declares "
+            f"cpus.alignment, and topology_publisher.policy no longer matters)")
+
+
 def run_checks(config: Config, *, launched_by_runtime: bool,
                containerd_config: Path) -> list[Finding]:
     """Everything the startup checks found for ``config``, fatal findings first."""
@@ -99,4 +116,6 @@ def run_checks(config: Config, *, launched_by_runtime: bool,
             disabled = nri_disabled(containerd_config)
             findings.append(Finding(disabled, fatal=True) if disabled
                             else Finding(missing, fatal=False))
+    if mismatch := declared_policy_not_enforced(config):
+        findings.append(Finding(mismatch, fatal=False))
     return findings

@@ -6,10 +6,12 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
-from cpuset_adapters.config import Config, Runtime
+from cpuset_adapters.config import Config, Cpus, Runtime, TopologyPublisher
 from cpuset_cli.daemon.startup_checks import (
+    declared_policy_not_enforced,
     nri_disabled,
     nri_socket_missing,
     run_checks,
@@ -121,3 +123,25 @@ def test_a_missing_socket_is_a_warning_but_fatal_when_containerd_disables_nri(
 def test_a_plugin_the_runtime_started_does_not_look_for_the_socket(tmp_path: Path) -> None:
     assert run_checks(_config(tmp_path, allow=True), launched_by_runtime=True,
                       containerd_config=tmp_path / "none") == []
+
+
+@pytest.mark.parametrize(("enabled", "declared", "alignment", "warned"), [
+    (True, "single-numa-node", "best-effort", True),
+    (True, "single-numa-node", "none", True),
+    (True, "single-numa-node", "single-numa-node", False),
+    (True, "single-numa-node", "restricted", False),  # the object declares the enforced one
+    (True, "best-effort", "best-effort", False),
+    (False, "single-numa-node", "best-effort", False),  # nothing is declared
+])
+def test_a_declared_single_numa_node_policy_the_node_does_not_enforce_is_a_warning(
+        tmp_path: Path, enabled: bool, declared: str, alignment: str, warned: bool) -> None:
+    config = attrs.evolve(
+        _config(tmp_path, allow=True),
+        cpus=Cpus(alignment=alignment),
+        topology_publisher=TopologyPublisher(enabled=enabled, policy=declared))
+    message = declared_policy_not_enforced(config)
+    assert (message is not None) is warned
+    found = run_checks(config, launched_by_runtime=True, containerd_config=tmp_path / "none")
+    assert [(f.fatal, f.message) for f in found] == ([(False, message)] if warned else [])
+    if message:
+        assert f'cpus.alignment = "{alignment}" does not enforce it' in message

@@ -1,21 +1,42 @@
 # nri-cpuset's container image, for the DaemonSet (deploy/kubernetes/).
-#   docker build -t nri-cpuset:0.2.0 .
-# Pinned by tag here; in production pin by digest too (python:3.11-slim@sha256:...) so a
+#   docker build -t nri-cpuset:0.5.0 .
+# Builds its wheels from this tree in a first stage (PyPI for the dependencies), then installs
+# them into a virtual environment in the image. scripts/build-image builds the same file with no
+# registry and no index: BASE is a Debian bookworm root made with mmdebstrap and WHEELS=prebuilt
+# takes the wheels it built outside from build/image/wheels/ (docs/decisions.md, item 46).
+# BASE is pinned by tag here; in production pin by digest too (python:3.11-slim@sha256:...) so a
 # rebuild cannot pick up a different base. Runs as root: see the DaemonSet's securityContext.
-FROM python:3.11-slim
+ARG BASE=python:3.11-slim
+# source: build the wheels here (needs an index); prebuilt: copy build/image/wheels/.
+ARG WHEELS=source
 
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_ROOT_USER_ACTION=ignore
-
+FROM ${BASE} AS wheels-source
 # Only what the builds need: the root project is nri-cpuset (setup.py adds its version and its
 # pin on cpuset-core; pyproject names README.md as its readme), src/ the cpuset-core project it
-# pins. Both are installed in one pip call, so the pin is met by this tree, not by an index.
+# pins. Both are built in one pip call, so the pin is met by this tree, not by an index.
 COPY pyproject.toml setup.py MANIFEST.in README.md /tmp/nri-cpuset/
 COPY src /tmp/nri-cpuset/src
-RUN pip install --no-cache-dir /tmp/nri-cpuset/src /tmp/nri-cpuset \
-    && rm -rf /tmp/nri-cpuset \
+RUN python3 -m venv /tmp/pip \
+    && /tmp/pip/bin/pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels \
+        /tmp/nri-cpuset/src /tmp/nri-cpuset
+
+FROM scratch AS wheels-prebuilt
+COPY build/image/wheels/ /wheels/
+
+FROM wheels-${WHEELS} AS wheels
+
+FROM ${BASE}
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/nri-cpuset/bin:$PATH
+# A virtual environment, not the system's site-packages: Debian's python3 refuses pip there
+# (PEP 668), and python:3.11-slim's is the same. Installed from the wheels only (--no-index);
+# pip and setuptools are removed after, so the image has no installer and no build tools.
+RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
+    python3 -m venv /opt/nri-cpuset \
+    && /opt/nri-cpuset/bin/pip install --no-cache-dir --disable-pip-version-check --no-index \
+        --find-links /wheels nri-cpuset \
+    && /opt/nri-cpuset/bin/pip uninstall --yes --disable-pip-version-check pip setuptools \
     && nri-cpuset --version
 
 ENTRYPOINT ["nri-cpuset"]

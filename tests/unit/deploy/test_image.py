@@ -42,9 +42,9 @@ def _ignored(path: str) -> bool:
                 if p.strip() and not p.startswith("#")]
     path = path.rstrip("/")
     ignored = False
-    for pattern in patterns:
-        negated = pattern.startswith("!")
-        pattern = pattern.removeprefix("!").rstrip("/")
+    for written in patterns:
+        negated = written.startswith("!")
+        pattern = written.removeprefix("!").rstrip("/")
         if fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/"):
             ignored = not negated
     return ignored

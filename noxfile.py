@@ -158,3 +158,12 @@ def vm(session: nox.Session) -> None:
     see docs/vm-lab.md for the times). ``nox -s vm -- default`` (or ``-- systemd``) runs one
     shape, ``-- --list`` lists them."""
     session.run("bash", "scripts/vm-test", *(session.posargs or ["--all"]), external=True)
+
+
+@nox.session(python=None, venv_backend="none")
+def image(session: nox.Session) -> None:
+    """The Dockerfile built as users build it, with Debian's podman and no registry: a bookworm
+    base from mmdebstrap, wheels built here and installed with --no-index; leaves
+    build/image/nri-cpuset-VERSION.oci.tar and its digest and size beside it, and runs the image
+    once (root; installs podman and mmdebstrap; see scripts/build-image, decision 46)."""
+    session.run("bash", "scripts/build-image", *session.posargs, external=True)

@@ -7,7 +7,9 @@
 # BASE is pinned by tag here; in production pin by digest too (python:3.11-slim@sha256:...) so a
 # rebuild cannot pick up a different base. Runs as root: see the DaemonSet's securityContext.
 ARG BASE=python:3.11-slim
-# source: build the wheels here (needs an index); prebuilt: copy build/image/wheels/.
+# source: build the wheels here (needs an index); prebuilt: copy build/image/wheels/. With
+# podman or buildah (4.3/1.28 here), pass even the default (--build-arg WHEELS=source): they
+# skip the stages the file does not name without the build arguments' values, defaults aside.
 ARG WHEELS=source
 
 FROM ${BASE} AS wheels-source
@@ -26,6 +28,10 @@ COPY build/image/wheels/ /wheels/
 FROM wheels-${WHEELS} AS wheels
 
 FROM ${BASE}
+# Names the wheels' content (scripts/build-image passes a hash of them): buildah's layer cache
+# does not look inside a RUN's bind mount, so without it changed wheels would reuse a stale
+# install layer. docker build (BuildKit) tracks the mount itself and needs none.
+ARG WHEELS_ID=none
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/nri-cpuset/bin:$PATH
@@ -33,7 +39,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # (PEP 668), and python:3.11-slim's is the same. Installed from the wheels only (--no-index);
 # pip and setuptools are removed after, so the image has no installer and no build tools.
 RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
-    python3 -m venv /opt/nri-cpuset \
+    echo "wheels ${WHEELS_ID}" \
+    && python3 -m venv /opt/nri-cpuset \
     && /opt/nri-cpuset/bin/pip install --no-cache-dir --disable-pip-version-check --no-index \
         --find-links /wheels nri-cpuset \
     && /opt/nri-cpuset/bin/pip uninstall --yes --disable-pip-version-check pip setuptools \

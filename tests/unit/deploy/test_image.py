@@ -173,3 +173,14 @@ def test_the_build_context_sends_what_the_copies_need_and_no_venv_or_git() -> No
         # The prebuilt wheels exist once scripts/build-image has made them.
         assert (REPO / source).exists() or source.startswith("build/"), source
         assert not _ignored(source), f"{source} is excluded by .dockerignore"
+
+
+def test_the_build_script_names_the_wheel_source_and_keys_the_install_layer_by_the_wheels() -> None:
+    # buildah skips stages by the build arguments given, not the ARG defaults, and its cache
+    # does not look inside a RUN's bind mount: both must be passed.
+    script = (REPO / "scripts" / "build-image").read_text()
+    assert "--build-arg WHEELS=prebuilt" in script
+    assert '--build-arg WHEELS_ID="$WHEELS_ID"' in script
+    [install] = [run for run in _all("RUN") if "pip install" in run]
+    assert "${WHEELS_ID}" in install
+    assert "WHEELS_ID=none" in _all("ARG")

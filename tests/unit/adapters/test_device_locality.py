@@ -5,6 +5,7 @@ own /sys."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,7 @@ def test_an_rdma_verbs_device_without_a_dev_link_is_found_through_its_class(sysf
 def test_sriov_addresses_in_the_environment_are_located_and_other_variables_ignored(
         sysfs: Path) -> None:
     # The plugin's _INFO variable is JSON about the same addresses, not a device of its own.
-    info = '{"%s":{"generic":{"deviceID":"%s"}}}' % (NIC_VF, NIC_VF)
+    info = json.dumps({NIC_VF: {"generic": {"deviceID": NIC_VF}}})
     found = locate(sysfs, env=(f"PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE={NIC_VF}", "PATH=/bin",
                                f"PCIDEVICE_INTEL_COM_SRIOV_NETDEVICE_INFO={info}",
                                f"PCIDEVICE_NVME={NVME_FN.upper()},{NIC_VF}"))

@@ -60,20 +60,30 @@ def kubelet_unit(*, python: str, cri: Path, manifest: Path, record: Path, log: P
         f"StandardOutput=append:{log}", f"StandardError=append:{log}", ""])
 
 
+PRIVATE_TMP_DIRS: Final = ("/tmp", "/var/tmp")  # noqa: S108 - named, never written to
+"""What the shipped unit's ``PrivateTmp=yes`` replaces with directories of its own."""
+
+
 def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, cri_socket: Path,
-                   log: Path) -> str:
+                   log: Path, source: Path = SRC) -> str:
     """Overrides for the shipped unit: this checkout's plugin on the lab's NRI and CRI
-    sockets. An
-    interpreter under a home directory (pyenv's ``/root/.pyenv``) needs homes visible, which
-    the unit's ``ProtectHome=yes`` hides: then they are made read-only instead."""
+    sockets. An interpreter under a home directory (pyenv's ``/root/.pyenv``) needs homes
+    visible, which the unit's ``ProtectHome=yes`` hides: then they are made read-only instead.
+    A checkout, interpreter or results directory under ``/tmp`` (a CI clone there) would be
+    hidden by the unit's ``PrivateTmp=yes`` (the plugin then exits on "the file does not
+    exist"): then the lab's unit shares the host's ``/tmp``."""
     interpreter = Path(python).resolve()
     home = any(interpreter.is_relative_to(homes) for homes in ("/root", "/home"))
+    in_tmp = any(path.resolve().is_relative_to(tmp)
+                 for path in (interpreter, Path(python), source, config)
+                 for tmp in PRIVATE_TMP_DIRS)
     return "\n".join([
         "[Service]", "ExecStart=",
         f"ExecStart={python} -m cpuset_cli run --config {config} --nri-socket {nri_socket} "
         f"--cri-socket {cri_socket} --log-format console --log-level debug",
-        f"Environment=PYTHONPATH={SRC}",
+        f"Environment=PYTHONPATH={source}",
         *(["ProtectHome=read-only"] if home else []),
+        *(["PrivateTmp=no"] if in_tmp else []),
         f"StandardOutput=append:{log}", f"StandardError=append:{log}", ""])
 
 

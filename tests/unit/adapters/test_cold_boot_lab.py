@@ -62,3 +62,17 @@ def test_systemd_accepts_the_shipped_unit_with_the_labs_drop_in(tmp_path: Path) 
     verified = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                               text=True, check=False)
     assert (verified.returncode, verified.stdout + verified.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("config", "shares_tmp"), [
+    (Path("/tmp/ci/build/vm-results/systemd/plugin.toml"), True),
+    (Path("/var/tmp/r/plugin.toml"), True),
+    (Path("/srv/ci/build/vm-results/systemd/plugin.toml"), False),
+])
+def test_the_drop_in_shares_tmp_only_when_the_plugin_needs_a_file_there(
+        config: Path, shares_tmp: bool) -> None:
+    """The shipped unit's PrivateTmp=yes hides a CI clone or results directory under /tmp."""
+    lines = plugin_drop_in(python="/usr/bin/python3", config=config,
+                           nri_socket=Path("/run/n.sock"), cri_socket=Path("/run/c.sock"),
+                           log=Path("/srv/p.log"), source=Path("/srv/ci/src")).splitlines()
+    assert ("PrivateTmp=no" in lines) is shares_tmp

@@ -41,9 +41,10 @@ BOOT_TIMEOUT: Final = 600.0
 SHAPE_TIMEOUT: Final = 2400.0
 TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
-GUEST_TUNING: Final = "NRI_CPUSET_VM_SOAK_"
-"""Variables of this machine's environment the guest's tests read (the soak's minutes and
-seed): the guest inherits no environment, so ``guest.env`` exports them."""
+GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_")
+"""Prefixes of this machine's environment variables the guest's tests read (the soak's minutes
+and seed, the systemd reload test's crowd): the guest inherits no environment, so
+``guest.env`` exports them."""
 _QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
 _LOCKUP: Final = re.compile(r"soft lockup - CPU#\d+ stuck for (\d+)s")
 STALL_LIMIT: Final = 120

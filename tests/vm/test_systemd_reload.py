@@ -101,9 +101,9 @@ def allowed_differs(guest: Guest) -> list[str]:
 
 
 def reload_while_catching_up(guest: Guest) -> tuple[int, float, list[str]]:
-    """``daemon-reload`` at once, then every half second until no record lags (at least
-    three reloads) or :data:`CATCH_UP` seconds; returns how many reloads, how long, and the
-    containers whose record still lags."""
+    """``daemon-reload`` at once, then every :data:`RELOAD_EVERY` seconds until no record lags
+    (at least three reloads) or :data:`CATCH_UP` seconds; returns how many reloads, how long,
+    and the containers whose record still lags."""
     started, reloads = time.monotonic(), 0
     while True:
         units.systemctl("daemon-reload")

@@ -165,7 +165,7 @@ def test_every_shape_names_test_modules_that_exist_and_ci_runs_the_default() -> 
             assert (here / module).is_file(), f"{shape.name}: {module}"
         assert shape.memory_mib > 0
         assert len(shape.distances) in (0, len(shape.nodes) * (len(shape.nodes) - 1) // 2)
-    assert [s.name for s in SHAPES.values() if s.in_ci] == ["default"]
+    assert [s.name for s in SHAPES.values() if s.in_ci] == ["default", "systemd"]
 
 
 def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: Path) -> None:
@@ -231,11 +231,13 @@ def test_the_soaks_tuning_reaches_the_guest_and_nothing_else_of_this_environment
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NRI_CPUSET_VM_SOAK_MINUTES", "10")
     monkeypatch.setenv("NRI_CPUSET_VM_SOAK_SEED", "7 8")
+    monkeypatch.setenv("NRI_CPUSET_VM_RELOAD_SHARED", "8")
     monkeypatch.setenv("NRI_CPUSET_NOT_FOR_THE_GUEST", "x")
     vm.prepare(SHAPES["soak"], tmp_path / "r", python="/py", pytest_args=[])
     env = (tmp_path / "r" / "guest.env").read_text()
     assert "export NRI_CPUSET_VM_SOAK_MINUTES=10\n" in env
     assert "export NRI_CPUSET_VM_SOAK_SEED='7 8'\n" in env
+    assert "export NRI_CPUSET_VM_RELOAD_SHARED=8\n" in env
     assert "NOT_FOR_THE_GUEST" not in env
     shell = subprocess.run(["bash", "-c", f"source {tmp_path / 'r' / 'guest.env'}; "
                             "bash -c 'echo $NRI_CPUSET_VM_SOAK_SEED'"],

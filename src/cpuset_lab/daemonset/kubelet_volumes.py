@@ -1,7 +1,7 @@
 """A pod's volumes as the kubelet prepares them on its node: the ``hostPath`` type checks it makes
 before a container starts, and the atomic writer it fills ``configMap`` volumes with.
 
-The lab runs the DaemonSet's pod through CRI (see :mod:`cpuset_lab.daemonset_pod`); CRI only
+The lab runs the DaemonSet's pod through CRI (see :mod:`cpuset_lab.daemonset`); CRI only
 bind-mounts host paths, so whatever the kubelet does to those paths first has to happen here, the
 same way: a ``hostPath`` of type ``Directory`` that is missing must fail the pod, not be created
 by the runtime, and the plugin must see its config as the kubelet lays it out (``config.toml`` a

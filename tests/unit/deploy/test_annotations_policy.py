@@ -117,8 +117,13 @@ def test_the_policy_refuses_a_pod_exactly_when_the_plugin_refuses_one_of_its_con
     verdict = evaluate_policy(POLICY, document)
     refusals = [r for r in (plugin(annotations, "pg"), plugin(annotations, "side")) if r]
     assert verdict.allowed is (not refusals)
-    if len(set(refusals)) == 1 and sum(v not in ("true", "false")
-                                       for v in annotations.values()) <= 1:
+    # The words are compared when the pod has one problem: with two (a value neither true nor
+    # false, and a conflict among the valid ones), each side may name either one first.
+    invalid = {k for k, v in annotations.items() if v not in ("true", "false")}
+    valid = {k: v for k, v in annotations.items() if k not in invalid}
+    one_problem = not invalid or (len(invalid) == 1 and not any(
+        plugin(valid, container) for container in ("pg", "side")))
+    if len(set(refusals)) == 1 and one_problem:
         assert verdict.message == refusals[0]
 
 
@@ -153,3 +158,11 @@ def test_the_binding_denies_with_this_policy() -> None:
 
 def test_the_policy_calls_only_functions_the_api_server_has() -> None:
     assert calls_only_known_functions(POLICY)
+
+
+def test_a_pod_with_an_invalid_value_and_a_conflict_is_refused_by_both() -> None:
+    """Found by the property above: both refuse, each naming one of the two problems first."""
+    annotations = {SHARED.container_prefix + "pg": "true", MIXED.container_prefix + "pg": "true",
+                   "device-hints.nri-cpuset.io/container.pg": "yes"}
+    assert plugin(annotations) is not None
+    assert admission(annotations).allowed is False

@@ -74,8 +74,11 @@ def plugin_drop_in(*, python: str, config: Path, nri_socket: Path, cri_socket: P
     exist"): then the lab's unit shares the host's ``/tmp``."""
     interpreter = Path(python).resolve()
     home = any(interpreter.is_relative_to(homes) for homes in ("/root", "/home"))
-    in_tmp = any(path.resolve().is_relative_to(tmp)
-                 for path in (interpreter, Path(python), source, config)
+    # The path as written (a venv's interpreter is a symlink: its directory must be visible)
+    # and where it leads.
+    in_tmp = any(seen.is_relative_to(tmp)
+                 for path in (Path(python), source, config)
+                 for seen in (path.absolute(), path.resolve())
                  for tmp in PRIVATE_TMP_DIRS)
     return "\n".join([
         "[Service]", "ExecStart=",

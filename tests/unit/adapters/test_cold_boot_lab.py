@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_lab.cold_boot import DEPLOY_UNIT, kubelet_unit, plugin_drop_in
+from cpuset_lab.cold_boot import DEPLOY_UNIT, PRIVATE_TMP_DIRS, kubelet_unit, plugin_drop_in
 from cpuset_lab.kubelet_standin import command, first_words
 
 
@@ -76,3 +76,18 @@ def test_the_drop_in_shares_tmp_only_when_the_plugin_needs_a_file_there(
                            nri_socket=Path("/run/n.sock"), cri_socket=Path("/run/c.sock"),
                            log=Path("/srv/p.log"), source=Path("/srv/ci/src")).splitlines()
     assert ("PrivateTmp=no" in lines) is shares_tmp
+
+
+def test_a_venv_interpreter_under_tmp_shares_tmp_though_it_links_elsewhere(
+        tmp_path: Path) -> None:
+    """A venv's python is a symlink out of /tmp: its directory (pyvenv.cfg, site-packages) is
+    what must stay visible."""
+    if not tmp_path.resolve().is_relative_to(PRIVATE_TMP_DIRS[0]):
+        pytest.skip("pytest's base directory is not under /tmp here")
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to("/usr/bin/python3")
+    lines = plugin_drop_in(python=str(python), config=Path("/srv/plugin.toml"),
+                           nri_socket=Path("/run/n.sock"), cri_socket=Path("/run/c.sock"),
+                           log=Path("/srv/p.log"), source=Path("/srv/ci/src")).splitlines()
+    assert "PrivateTmp=no" in lines

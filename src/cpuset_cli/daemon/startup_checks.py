@@ -24,6 +24,7 @@ import attrs
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.config import Config
+from cpuset_core.policy.alignment import Alignment
 
 DEFAULT_CONTAINERD_CONFIG: Final = default_paths.CONTAINERD_CONFIG
 NRI_SECTION: Final = 'plugins."io.containerd.nri.v1.nri"'
@@ -92,7 +93,7 @@ def declared_policy_not_enforced(config: Config) -> str | None:
     while ``cpus.alignment`` lets a container span nodes."""
     publisher, alignment = config.topology_publisher, config.cpus.alignment
     if not publisher.enabled or publisher.policy != "single-numa-node" or \
-            alignment in {"restricted", "single-numa-node"}:
+            Alignment(alignment).strict:
         return None
     return (f"topology_publisher.policy = \"single-numa-node\" tells the scheduler this node "
             f"admits only containers that fit one NUMA node, but cpus.alignment = "

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Final
 
 from cpuset_adapters import kubelet
 from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_cli.pod_qos import Quantities, compute_qos
+from cpuset_cli.pod_quantity import parse_quantity
 from cpuset_core import QoS
 from cpuset_lab.daemonset.manifest import FieldReader
 from cpuset_lab.resources import memory_bytes, milli_cpus
@@ -48,19 +51,11 @@ def linux_resources(reader: FieldReader, value: object,
 
 
 def _qos(requests: Mapping[str, str], limits: Mapping[str, str]) -> QoS:
-    """Guaranteed: CPU and memory limits equal to the requests; BestEffort: nothing asked;
-    otherwise Burstable (one container, so the pod's class is the container's)."""
-    if not requests and not limits:
-        return QoS.BEST_EFFORT
-    equal = all(name in limits and _amount(name, requests[name]) == _amount(name, limits[name])
-                for name in _RESOURCE_NAMES if name in requests)
-    if equal and set(limits) >= _RESOURCE_NAMES:
-        return QoS.GUARANTEED
-    return QoS.BURSTABLE
+    """The kubelet's QoS class of a one-container pod (:func:`cpuset_cli.pod_qos.compute_qos`)."""
+    def exact(quantities: Mapping[str, str]) -> dict[str, Fraction]:
+        return {name: parse_quantity(value) for name, value in quantities.items()}
 
-
-def _amount(name: str, quantity: str) -> int:
-    return milli_cpus(quantity) if name == "cpu" else memory_bytes(quantity)
+    return compute_qos([Quantities(exact(requests), exact(limits))])
 
 
 def oom_score_adj(qos: QoS, *, critical: bool) -> int:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from cpuset_adapters.cri.proto import cri_pb2 as pb
+from cpuset_core import QoS
 from cpuset_lab.daemonset import (
     ALLOWED,
     DaemonSetPod,
@@ -21,6 +22,8 @@ from cpuset_lab.daemonset import (
     UntranslatedFieldError,
     translate,
 )
+from cpuset_lab.daemonset.container_resources import linux_resources
+from cpuset_lab.daemonset.manifest import FieldReader
 from tests.unit.deploy.schema import KUBERNETES
 
 HOST_PATHS = ["/var/run/nri", "/run/containerd", "/run/dbus", "/sys", "/sys/fs/cgroup",
@@ -308,3 +311,16 @@ def test_the_value_is_frozen(pod: DaemonSetPod) -> None:
         pod.name = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
         pod.config_maps[0].files["config.toml"] = "x"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("resources", "qos"), [
+    ({}, QoS.BEST_EFFORT),
+    ({"limits": {"cpu": "2", "memory": "1Gi"}}, QoS.GUARANTEED),  # requests default to limits
+    ({"requests": {"cpu": "2000m", "memory": "1Gi"}, "limits": {"cpu": 2, "memory": "1024Mi"}},
+     QoS.GUARANTEED),
+    ({"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+     QoS.BURSTABLE),
+    ({"limits": {"cpu": "1"}}, QoS.BURSTABLE),
+])
+def test_the_pods_qos_class_is_the_kubelets(resources: dict[str, object], qos: QoS) -> None:
+    assert linux_resources(FieldReader(), resources, "resources")[1] is qos

@@ -60,15 +60,20 @@ class Toggle:
     def resolve(self, annotations: Mapping[str, str], container: str,
                 subject: str) -> tuple[bool, str] | None:
         """The container's answer and the key that gave it; ``None`` when neither key is set.
-        Raises :class:`AnnotationValueError` naming the key whose value is not a toggle's."""
+        Raises :class:`AnnotationValueError` naming the key whose value is not a toggle's,
+        the pod's too when the container's own key decides: a malformed annotation is bad
+        input whoever it would have applied to, and the admission policy refuses the pod for
+        it, so the node must not accept what the API server would refuse."""
+        answer: tuple[bool, str] | None = None
         for key in self.keys(container):
             value = annotations.get(key)
             if value is None:
                 continue
             if value not in VALUES:
                 raise AnnotationValueError(subject, key, value, VALUES)
-            return value == "true", key
-        return None
+            if answer is None:
+                answer = value == "true", key
+        return answer
 
 
 RESERVED: Final = Toggle("reserved-cpus")

@@ -71,6 +71,15 @@ def test_a_value_other_than_true_or_false_is_refused_naming_the_key(value: str) 
                                  f"'true' or 'false'")
 
 
+def test_a_malformed_pod_value_is_refused_even_for_a_container_whose_own_key_decides() -> None:
+    # The admission policy refuses such a pod at the API server; the node agrees (a hypothesis
+    # draw found the two apart when every container overrode the pod's malformed key).
+    annotations = {SHARED.pod_key: "yes", SHARED.container_prefix + "app": "true"}
+    with pytest.raises(AnnotationValueError) as caught:
+        SHARED.resolve(annotations, "app", "ns/p/app")
+    assert caught.value.key == SHARED.pod_key
+
+
 def test_declining_and_asking_for_exclusive_cpus_at_once_is_refused() -> None:
     p = pod("p", annotations={SHARED.pod_key: "true", MIXED.container_prefix + "main": "true"})
     with pytest.raises(AnnotationConflictError) as caught:

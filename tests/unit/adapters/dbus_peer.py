@@ -30,10 +30,14 @@ class FakeSystemdBus:
     """Answer no call before this many have arrived (proves the client pipelines)."""
     silent: bool = False
     """Never answer SetUnitProperties (a stuck systemd)."""
+    reloading: bool = False
+    """Never answer systemd's ``Version`` (systemd busy in a daemon-reload, the bus not)."""
     noise: int = 0
     """Signals sent after every message received, as systemd sends every unit change to
     every connection on its private socket (a reload sends a flood)."""
     calls: list[Any] = field(default_factory=list)
+    sessions: int = 0
+    """Connections accepted."""
     hellos: int = 0
     max_in_flight: int = 0
     _server: socket.socket | None = None
@@ -70,6 +74,7 @@ class FakeSystemdBus:
             except OSError:
                 return
             self._conn = conn
+            self.sessions += 1
             try:
                 self._session(conn)
             except OSError:
@@ -118,6 +123,8 @@ class FakeSystemdBus:
             self.hellos += 1
             return new_method_return(message, "s", (":1.42",))
         if member == "Get":
+            if self.reloading:
+                return None
             return new_method_return(message, "v", (("s", self.version),))
         self.calls.append(message)
         if not self.silent:

@@ -5,6 +5,7 @@ errors and silence per unit, and a bus that is missing, too old or goes away."""
 
 from __future__ import annotations
 
+import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -111,6 +112,56 @@ def test_no_bus_socket_is_no_bus(tmp_path: Path) -> None:
     with pytest.raises(BusError) as refused:
         SystemdBus(str(tmp_path / "none"), timeout=0.2, private=str(tmp_path / "p")).connect()
     assert refused.value.reason == "no-bus"
+
+
+def test_a_systemd_that_does_not_answer_in_time_is_busy_not_gone(tmp_path: Path) -> None:
+    """The VM lab's systemd shape: PID 1 in a daemon-reload, the bus answering Hello and
+    systemd not its version; this was ``no-bus`` and a 60 s pause."""
+    fake = FakeSystemdBus(tmp_path / "bus", reloading=True).start()
+    try:
+        bus = SystemdBus(str(fake.path), timeout=5, private=None)
+        started = time.monotonic()
+        with pytest.raises(BusError) as busy:
+            bus.connect(0.3)  # the caller's bound, not the client's default
+        assert busy.value.reason == "busy"
+        assert 0.3 <= time.monotonic() - started < 2
+        assert not bus.connected
+    finally:
+        fake.close()
+
+
+def stalled_socket(path: Path) -> socket.socket:
+    """A socket the kernel accepts connections on and nobody answers: systemd's private
+    socket during a reload (PID 1 authenticates its clients itself)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)  # never accepted
+    return listener
+
+
+def test_a_socket_nobody_authenticates_on_in_time_is_busy(tmp_path: Path) -> None:
+    listener = stalled_socket(tmp_path / "private")
+    try:
+        with pytest.raises(BusError) as busy:
+            SystemdBus(str(tmp_path / "none"), private=str(tmp_path / "private")).connect(0.2)
+        assert busy.value.reason == "busy"
+        assert "within 0.2 s" in busy.value.detail
+    finally:
+        listener.close()
+
+
+def test_a_busy_bus_is_not_left_for_systemds_private_socket(tmp_path: Path) -> None:
+    """Busy is somebody there: trying the other socket would cost the step a second wait."""
+    listener = stalled_socket(tmp_path / "bus")
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        with pytest.raises(BusError) as busy:
+            SystemdBus(str(tmp_path / "bus"), private=str(private.path)).connect(0.2)
+        assert busy.value.reason == "busy"
+        assert private.sessions == 0
+    finally:
+        listener.close()
+        private.close()
 
 
 def test_without_a_system_bus_systemds_private_socket_is_used_without_hello(

@@ -38,12 +38,14 @@ from cpuset_adapters.systemd.connection import (
     system_bus_path,
 )
 
-__all__ = ["PRIVATE", "WINDOW", "BusError", "SystemdBus", "system_bus_path"]
+__all__ = ["PRIVATE", "UNSENT", "WINDOW", "BusError", "SystemdBus", "system_bus_path"]
 
 MIN_VERSION: Final = 244
 """The first systemd with ``AllowedCPUs``/``AllowedMemoryNodes`` (as runc checks)."""
 WINDOW: Final = 64
 """Calls awaiting a reply at once, stale ones included."""
+UNSENT: Final = "unsent"
+"""The problem of a call that never went out: systemd owes a window of replies (busy)."""
 _REPLY_SERIAL: Final = 5
 _ERROR_NAME: Final = 4
 _RETURN: Final = 2
@@ -127,11 +129,12 @@ class SystemdBus:
 
     def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]:
         """Set every request's unit properties; return ``unit -> problem`` for those that
-        were not set: a D-Bus error name and message, or ``timeout`` when no reply came
-        within ``wait`` seconds (the call stays queued in systemd). Not connected (never, closed
-        while idle on systemd's private socket, or after a failure), it connects first, within
-        ``wait`` too. Raises :class:`BusError` when it cannot connect or the connection fails
-        (it is closed then)."""
+        were not set: a D-Bus error name and message, ``timeout`` when no reply came within
+        ``wait`` seconds (the call stays queued in systemd), or :data:`UNSENT` when the call
+        never went out (the window full of calls systemd has not answered). Not connected
+        (never, closed while idle on systemd's private socket, or after a failure), it
+        connects first, within ``wait`` too. Raises :class:`BusError` when it cannot connect
+        or the connection fails (it is closed then)."""
         if self._sock is None:
             self.connect(wait)
         problems: dict[str, str] = {}
@@ -156,8 +159,10 @@ class SystemdBus:
         except OSError as exc:
             self.close()
             raise BusError("no-bus", f"{self.via.lstrip(chr(0))}: {exc}") from exc
-        for unit in [*waiting.values(), *(r.unit for r in queue)]:
+        for unit in waiting.values():
             problems[unit] = "timeout"
+        for request in queue:
+            problems[request.unit] = UNSENT
         self._stale.update(waiting)
         if self.via != self.path and not self._stale and not self._out:
             # systemd sends every unit change to every connection on its private socket: an

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
 from cpuset_adapters.cgroupfs import systemd_unit
-from cpuset_adapters.systemd.bus import BusError
+from cpuset_adapters.systemd.bus import UNSENT, BusError
 from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
@@ -78,6 +78,8 @@ def outcome_of(problem: str) -> str:
     """The outcome a D-Bus problem counts as."""
     if problem == "timeout":
         return "timeout"
+    if problem == UNSENT:
+        return "busy"  # systemd has not answered a window of calls: this one waits here
     name = problem.partition(":")[0]
     if name in ("org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.DBus.Error.UnknownObject"):
         return "gone"  # the container is going away: its files are gone too
@@ -167,7 +169,9 @@ class SystemdScopeWriter:
             self._hold(requests, exc.reason)
             self._fail(exc.reason, exc.detail, len(requests))
             return
-        self._pending = {}
+        # Everything went out (answered, or queued in systemd) but what the window left.
+        self._pending = {request.unit: request for request in [*requests, *resent]
+                         if problems.get(request.unit) == UNSENT}
         self._settle(problems, len(requests) + len(resent), len(resent))
 
     def _hold(self, requests: list[UnitCpuset], reason: str) -> None:

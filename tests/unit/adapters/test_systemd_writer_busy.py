@@ -123,6 +123,18 @@ def test_units_sent_and_not_answered_in_time_are_not_sent_again(tmp_path: Path) 
     assert counts.seen == {"timeout": 1, "set": 1}
 
 
+def test_units_left_unsent_by_a_full_window_are_busy_and_sent_again(tmp_path: Path) -> None:
+    """systemd owes a window of replies (a reload): the calls past it never went out."""
+    bus = FakeBus(problems={WEB: "unsent"})
+    writer, counts, _ = build(tmp_path, bus)
+    writer.apply([update("c-web", "2-15"), update("c-db", "2-15")])
+    bus.problems.clear()
+    writer.apply([update("c-db", "4-15")])
+    writer.apply([update("c-db", "5-15")])
+    assert [sent(bus, n) for n in (1, 2)] == [{DB: "4-15", WEB: "2-15"}, {DB: "5-15"}]
+    assert counts.seen == {"set": 4, "busy": 1}
+
+
 def test_a_pending_unit_gone_meanwhile_is_dropped(tmp_path: Path) -> None:
     bus = FakeBus(refuse=BUSY)
     writer, counts, _ = build(tmp_path, bus)

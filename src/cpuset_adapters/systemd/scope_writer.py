@@ -110,9 +110,10 @@ class SystemdScopeWriter:
         self._announced = False
         self._pending: dict[str, UnitCpuset] = {}
         """Units whose latest value never reached systemd (no bus, busy, the connection lost
-        mid-call), sent with the next step that reaches it. Emptied by every call that does:
-        each unit in it then had an answer (set, gone, refused) or is queued in systemd
-        (timeout, applied in order), so it holds only units written since the last call."""
+        mid-call, past a full window), sent with the next call that goes out. That call
+        leaves only what it could not send itself: every other unit had an answer (set,
+        gone, refused) or is queued in systemd (timeout, applied in order). So it holds only
+        units written since systemd last took a call, not units long gone."""
 
     def switch(self, enabled: bool) -> None:
         """``runtime.systemd_units`` reloaded: takes effect at the next update."""

@@ -13,9 +13,9 @@ The step's outcome is the files': systemd never fails a creation. No bus, a busy
 old systemd, a refused call or no reply in time leaves that container to the files alone
 (today's behaviour), counted by outcome, with one warning per episode. A bus that failed is
 tried again after :data:`RETRY_AFTER` seconds; a busy one (connected, not answering: systemd
-in a ``daemon-reload``) at the next step, since every reload reverts the scopes it was not
-told about; an old systemd is not asked again. What a step could not send (no bus, busy, the
-connection lost) is sent with the next step that reaches systemd, so a unit never keeps a
+in a ``daemon-reload``) after the runtime's request timeout (one hook waits for it once), since
+every reload reverts the scopes it was not told about; an old systemd is not asked again.
+What a step could not send (no bus, busy, the connection lost) is sent with the next step that reaches systemd, so a unit never keeps a
 value older than its files for longer than systemd stays unreachable. Decision 37.
 """
 
@@ -40,6 +40,10 @@ REPLY_WAIT = 0.5
 (the runtime's own timeout sets it at Configure: :meth:`SystemdScopeWriter.budget`)."""
 RETRY_AFTER = 60.0
 """Seconds before a bus that failed, or refused for want of permission, is tried again."""
+
+BUSY_PAUSE_STEPS = 4
+"""After systemd was busy, the bus is left alone for this many step waits (the runtime's request
+timeout): one hook pays the wait once."""
 
 OUTCOMES = ("set", "gone", "refused", "timeout", "busy", "no-bus", "old-systemd")
 """What became of a container's unit write: set; its unit gone (with the container); refused
@@ -165,8 +169,7 @@ class SystemdScopeWriter:
         try:
             problems = self._bus.set_cpusets([*requests, *resent], self.wait)
         except BusError as exc:
-            if exc.reason != "busy":
-                self._retry_at = self._clock() + RETRY_AFTER
+            self._pause(exc.reason)
             self._hold(requests, exc.reason)
             self._fail(exc.reason, exc.detail, len(requests))
             return
@@ -174,6 +177,14 @@ class SystemdScopeWriter:
         self._pending = {request.unit: request for request in [*requests, *resent]
                          if problems.get(request.unit) == UNSENT}
         self._settle(problems, len(requests) + len(resent), len(resent))
+
+    def _pause(self, reason: str) -> None:
+        """Leave the bus alone for a while after a failure: a minute when there is no bus; when
+        systemd is only busy, the runtime's request timeout (four step waits), so one hook of
+        several steps waits for a busy systemd once, not at every step, and the next hook (or
+        the verifier's repair) asks again."""
+        pause = BUSY_PAUSE_STEPS * self.wait if reason == "busy" else RETRY_AFTER
+        self._retry_at = self._clock() + pause
 
     def _hold(self, requests: list[UnitCpuset], reason: str) -> None:
         """Keep the step's unsent values for the next call (none for a systemd that is never
@@ -197,8 +208,7 @@ class SystemdScopeWriter:
         except BusError as exc:
             if exc.reason == "old-systemd":
                 self._never = exc.reason
-            if exc.reason != "busy":  # busy: asked again at the next step (an update, a repair)
-                self._retry_at = self._clock() + RETRY_AFTER
+            self._pause(exc.reason)
             self._fail(exc.reason, exc.detail, 0)
             return exc.reason
         if not self._announced:  # a private-socket connection is made again at each use

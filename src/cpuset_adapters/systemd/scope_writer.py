@@ -15,8 +15,9 @@ old systemd, a refused call or no reply in time leaves that container to the fil
 tried again after :data:`RETRY_AFTER` seconds; a busy one (connected, not answering: systemd
 in a ``daemon-reload``) after the runtime's request timeout (one hook waits for it once), since
 every reload reverts the scopes it was not told about; an old systemd is not asked again.
-What a step could not send (no bus, busy, the connection lost) is sent with the next step that reaches systemd, so a unit never keeps a
-value older than its files for longer than systemd stays unreachable. Decision 37.
+What a step could not send (no bus, busy, the connection lost) is sent with the next step
+that reaches systemd, so a unit never keeps a value older than its files for longer than
+systemd stays unreachable. Decision 37.
 """
 
 from __future__ import annotations

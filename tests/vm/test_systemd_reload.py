@@ -202,7 +202,8 @@ def test_200_unit_writes_through_the_plugins_client_are_all_answered_without_err
     bus.close()
     with (RESULTS / "systemd-reload.txt").open("a") as out:
         out.write(f"200 SetUnitProperties on systemd {version} via {bus.via}: pipelined "
-                  f"{pipelined * 1000:.0f} ms, one by one {one_by_one * 1000:.0f} ms\n")
+                  f"{pipelined * 1000:.0f} ms, one by one {one_by_one * 1000:.0f} ms; "
+                  f"{bus.nudges} connection(s) of 200 nudged (NUDGE_EVERY)\n")
 
 
 def _record_pid1(what: str) -> None:

@@ -154,16 +154,17 @@ def _plugin() -> Callable[[int], None]:
     """The plugin's own client (jeepney for authentication and replies, the call marshalled
     by ``cpuset_adapters.systemd.call``). Its ``connect`` asks systemd's version, which nobody
     answers here: the connection is opened as ``connect`` opens it, without that question."""
-    from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
     from jeepney.bus_messages import message_bus  # noqa: PLC0415
 
     from cpuset_adapters.systemd.bus import SystemdBus  # noqa: PLC0415
     from cpuset_adapters.systemd.call import UnitCpuset  # noqa: PLC0415
+    from cpuset_adapters.systemd.connection import Bound  # noqa: PLC0415
     from cpuset_core.cpuset import CPUSet  # noqa: PLC0415
 
     bus = SystemdBus(private=None)
-    bus._open(bus.path, Authenticator, BEGIN)
-    bus._call(message_bus.Hello())
+    bound = Bound.starting_now(bus.timeout)
+    bus._open(bus.path, bound)
+    bus._call(message_bus.Hello(), bound)
     request = UnitCpuset(UNIT, CPUSet.from_mask(int.from_bytes(CPUS, "little")),
                          CPUSet.from_mask(int.from_bytes(MEMS, "little")))
 

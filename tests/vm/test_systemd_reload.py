@@ -15,6 +15,7 @@ not one sample may show a shared container on an exclusive CPU after the start r
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_adapters.systemd.bus import SystemdBus
+from cpuset_adapters.systemd.bus import BusError, SystemdBus
 from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_core.cpuset import CPUSet
 from tests.vm import kernel, units
@@ -190,10 +191,30 @@ def test_200_unit_writes_through_the_plugins_client_are_all_answered_without_err
     assert bus.set_cpusets(batch, wait=60) == {}
     pipelined = time.monotonic() - started
     started = time.monotonic()
-    for request in batch:
-        assert bus.set_cpusets([request], wait=60) == {}
+    for index, request in enumerate(batch):
+        try:
+            assert bus.set_cpusets([request], wait=60) == {}
+        except BusError as exc:
+            # What PID 1 was doing when it stopped answering: its log, state and connections.
+            _record_pid1(f"call {index + 1} of 200 one by one: {exc}")
+            raise
     one_by_one = time.monotonic() - started
     bus.close()
     with (RESULTS / "systemd-reload.txt").open("a") as out:
         out.write(f"200 SetUnitProperties on systemd {version} via {bus.via}: pipelined "
-                  f"{pipelined * 1000:.0f} ms, one by one {one_by_one * 1000:.0f} ms\n")
+                  f"{pipelined * 1000:.0f} ms, one by one {one_by_one * 1000:.0f} ms; "
+                  f"{bus.nudges} connection(s) of 200 nudged (NUDGE_EVERY)\n")
+
+
+def _record_pid1(what: str) -> None:
+    """PID 1's recent log, its state and its unix connections, to the results."""
+    commands = [["journalctl", "_PID=1", "-n", "120", "--no-pager", "-o", "short-monotonic"],
+                ["grep", "-E", "State|Threads|voluntary", "/proc/1/status"],
+                ["sh", "-c", "ls /proc/1/fd | wc -l; ss -xp | grep -c 'systemd\",pid=1'"],
+                ["timeout", "30", "systemctl", "show", "-p", "Version", "-p", "NJobs"]]
+    with (RESULTS / "systemd-pid1.txt").open("a") as out:
+        out.write(f"== {what}\n")
+        for command in commands:
+            done = subprocess.run(command, capture_output=True, text=True, check=False,
+                                  timeout=60)
+            out.write(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}\n")

@@ -30,47 +30,35 @@ from cpuset_adapters.systemd.call import (
     UnitCpuset,
     set_properties_call,
 )
+from cpuset_adapters.systemd.connection import (
+    PRIVATE,
+    Bound,
+    BusError,
+    open_authenticated,
+    system_bus_path,
+)
 
-SYSTEM_BUS: Final = "/run/dbus/system_bus_socket"
-PRIVATE: Final = "/run/systemd/private"
-"""systemd's own socket, root only: a direct connection (no bus daemon, no Hello), what runc's
-systemd driver (go-systemd) uses as root when the system bus cannot be reached."""
+__all__ = ["NUDGE_EVERY", "PRIVATE", "UNSENT", "WINDOW", "BusError", "SystemdBus",
+           "system_bus_path"]
+
 MIN_VERSION: Final = 244
 """The first systemd with ``AllowedCPUs``/``AllowedMemoryNodes`` (as runc checks)."""
 WINDOW: Final = 64
 """Calls awaiting a reply at once, stale ones included."""
+UNSENT: Final = "unsent"
+"""The problem of a call that never went out: systemd owes a window of replies (busy)."""
+NUDGE_EVERY: Final = 0.5
+"""Seconds a connection's first calls on systemd's private socket wait before a ``Ping`` is
+sent beside them. The VM lab's systemd 252 (Debian 12) left about one new private connection
+in a hundred unanswered for good, PID 1 idle and answering ``systemctl`` meanwhile: sd-bus, as
+a server, can take the ``BEGIN`` line and the first call in one read and then wait for more
+bytes before it reads that call (systemd pull request 24875 fixed one such case). More bytes
+wake it; a Ping asks for no reply, so nothing else changes."""
 _REPLY_SERIAL: Final = 5
 _ERROR_NAME: Final = 4
 _RETURN: Final = 2
 _ERROR: Final = 3
 """Header field codes and the reply message types (the D-Bus specification)."""
-
-
-class BusError(Exception):
-    """The bus cannot be used: ``reason`` is ``no-bus`` (no socket, refused, gone) or
-    ``old-systemd``; ``detail`` says what happened."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
-def system_bus_path(environ: dict[str, str] | None = None) -> str:
-    """The system bus's socket: ``DBUS_SYSTEM_BUS_ADDRESS`` (``unix:path=`` or
-    ``unix:abstract=``) or the well-known path."""
-    address = (environ if environ is not None else os.environ).get(
-        "DBUS_SYSTEM_BUS_ADDRESS", "")
-    for part in address.split(";"):
-        kind, _, rest = part.partition(":")
-        if kind != "unix":
-            continue
-        keys = dict(item.partition("=")[::2] for item in rest.split(","))
-        if "path" in keys:
-            return keys["path"]
-        if "abstract" in keys:
-            return "\0" + keys["abstract"]
-    return SYSTEM_BUS
 
 
 class SystemdBus:
@@ -85,6 +73,7 @@ class SystemdBus:
         self.via = ""
         """The socket the connection is on."""
         self.timeout = timeout
+        """Seconds a connection's set-up may take when :meth:`connect` is given none."""
         self.version = ""
         self._sock: socket.socket | None = None
         self._parser: Any = None
@@ -96,26 +85,32 @@ class SystemdBus:
         self._serial = 0
         self._stale: set[int] = set()
         """Calls sent and given up on: their replies are dropped when they come."""
+        self.nudges = 0
+        """Pings sent to wake systemd on a new private connection (:data:`NUDGE_EVERY`)."""
 
     @property
     def connected(self) -> bool:
         return self._sock is not None
 
-    def connect(self) -> str:
+    def connect(self, wait: float | None = None) -> str:
         """Connect (the system bus, else systemd's private socket, as runc's driver does as
-        root), authenticate and check systemd's version; return it. Raises :class:`BusError`."""
-        from jeepney.auth import BEGIN, Authenticator  # noqa: PLC0415
+        root), authenticate and check systemd's version, all within ``wait`` seconds (default
+        :attr:`timeout`); return the version. Raises :class:`BusError` (``busy``: no answer
+        in time, ``no-bus``: nothing to talk to, ``old-systemd``)."""
         from jeepney.bus_messages import message_bus  # noqa: PLC0415
 
+        bound = Bound.starting_now(self.timeout if wait is None else wait)
         self.close()
         try:
-            self._open(self.path, Authenticator, BEGIN)
-            self._call(message_bus.Hello())
-        except BusError:
-            if self.private is None or not os.path.exists(self.private):
+            self._open(self.path, bound)
+            self._call(message_bus.Hello(), bound)
+        except BusError as exc:
+            # Only a bus that is not there sends us to systemd's own socket: a busy one is
+            # there, and trying the other socket would cost the step a second wait.
+            if exc.reason != "no-bus" or self.private is None or not os.path.exists(self.private):
                 raise
-            self._open(self.private, Authenticator, BEGIN)  # peer to peer: no Hello
-        variant = self._call(_version_query()).body[0]
+            self._open(self.private, bound)  # peer to peer: no Hello
+        variant = self._call(_version_query(), bound).body[0]
         self.version = str(variant[1]) if isinstance(variant, tuple) else str(variant)
         major = int("".join(c for c in self.version.split(".")[0] if c.isdigit()) or 0)
         if major < MIN_VERSION:
@@ -128,19 +123,8 @@ class SystemdBus:
         self._sock.settimeout(0.0)  # non-blocking
         return self.version
 
-    def _open(self, path: str, authenticator: Any, begin: bytes) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(path)
-            auth = authenticator()  # its first request starts with the protocol's NUL byte
-            for request in auth:
-                sock.sendall(request)
-                auth.feed(sock.recv(1024) or b"ERROR closed\r\n")
-            sock.sendall(begin)
-        except (OSError, ValueError) as exc:  # jeepney's AuthenticationError is a ValueError
-            sock.close()
-            raise BusError("no-bus", f"{path.lstrip(chr(0))}: {exc}") from exc
+    def _open(self, path: str, bound: Bound) -> None:
+        sock = open_authenticated(path, bound)
         from jeepney import Parser  # noqa: PLC0415
 
         self._sock, self._parser, self._stale, self.via = sock, Parser(), set(), path
@@ -155,12 +139,14 @@ class SystemdBus:
 
     def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]:
         """Set every request's unit properties; return ``unit -> problem`` for those that
-        were not set: a D-Bus error name and message, or ``timeout`` when no reply came
-        within ``wait`` seconds (the call stays queued in systemd). Not connected (never, closed
-        while idle on systemd's private socket, or after a failure), it connects first. Raises
-        :class:`BusError` when it cannot connect or the connection fails (it is closed then)."""
+        were not set: a D-Bus error name and message, ``timeout`` when no reply came within
+        ``wait`` seconds (the call stays queued in systemd), or :data:`UNSENT` when the call
+        never went out (the window full of calls systemd has not answered). Not connected
+        (never, closed while idle on systemd's private socket, or after a failure), it
+        connects first, within ``wait`` too. Raises :class:`BusError` when it cannot connect
+        or the connection fails (it is closed then)."""
         if self._sock is None:
-            self.connect()
+            self.connect(wait)
         problems: dict[str, str] = {}
         waiting: dict[int, str] = {}
         queue = list(requests)
@@ -183,8 +169,10 @@ class SystemdBus:
         except OSError as exc:
             self.close()
             raise BusError("no-bus", f"{self.via.lstrip(chr(0))}: {exc}") from exc
-        for unit in [*waiting.values(), *(r.unit for r in queue)]:
+        for unit in waiting.values():
             problems[unit] = "timeout"
+        for request in queue:
+            problems[request.unit] = UNSENT
         self._stale.update(waiting)
         if self.via != self.path and not self._stale and not self._out:
             # systemd sends every unit change to every connection on its private socket: an
@@ -225,25 +213,50 @@ class SystemdBus:
             problems[unit] = f"{name}: {text}"
         return True
 
-    def _call(self, message: object) -> _Reply:
-        """One call, answered within the timeout (connection set-up)."""
+    def _call(self, message: object, bound: Bound) -> _Reply:
+        """One call, answered within the bound (connection set-up): else ``busy``. On
+        systemd's private socket the call is nudged while unanswered (:data:`NUDGE_EVERY`)."""
         assert self._sock is not None
         self._serial += 1
+        serial = self._serial
+        where = self.via.lstrip("\0")
+        nudging = self.via != self.path
         try:
-            self._sock.sendall(message.serialise(serial=self._serial))  # type: ignore[attr-defined]
-            deadline = time.monotonic() + self.timeout
-            while (reply := self._next(deadline)) is not None:
-                if reply.header.fields.get(_REPLY_SERIAL) != self._serial:
+            self._sock.settimeout(bound.left())
+            self._sock.sendall(message.serialise(serial=serial))  # type: ignore[attr-defined]
+            while True:
+                wake = min(bound.until, time.monotonic() + NUDGE_EVERY) if nudging else bound.until
+                reply = self._next(wake)
+                if reply is None:
+                    if time.monotonic() >= bound.until:
+                        break
+                    self._nudge(bound)
+                    continue
+                if reply.header.fields.get(_REPLY_SERIAL) != serial:
                     continue  # a signal (NameAcquired)
                 if reply.header.message_type.value == _ERROR:
                     raise BusError("no-bus", f"{reply.header.fields.get(_ERROR_NAME)}: "
                                              f"{reply.body[0] if reply.body else ''}")
                 return _Reply(reply.body)
+        except TimeoutError as exc:  # the call not taken: a full socket nobody reads
+            self.close()
+            raise bound.busy(where) from exc
         except OSError as exc:
             self.close()
-            raise BusError("no-bus", str(exc)) from exc
+            raise BusError("no-bus", f"{where}: {exc}") from exc
+        # Connected and not answered: systemd is there, busy (a daemon-reload, say). The
+        # connection goes: its reply would come in the middle of a later exchange.
         self.close()
-        raise BusError("no-bus", f"no answer from the bus within {self.timeout} s")
+        raise bound.busy(where)
+
+    def _nudge(self, bound: Bound) -> None:
+        """A ``Peer.Ping`` asking for no reply: new bytes on a connection whose first call
+        systemd holds unread (see :data:`NUDGE_EVERY`)."""
+        assert self._sock is not None
+        self._serial += 1
+        self.nudges += 1
+        self._sock.settimeout(bound.left())
+        self._sock.sendall(_ping().serialise(serial=self._serial))  # type: ignore[attr-defined]
 
     def _next(self, deadline: float) -> _Message | None:
         """The next reply (method return or error) before ``deadline``; other messages are
@@ -311,6 +324,15 @@ class _Message:
     def __init__(self, message: object) -> None:
         self.header = message.header  # type: ignore[attr-defined]
         self.body: tuple[object, ...] = tuple(message.body)  # type: ignore[attr-defined]
+
+
+def _ping() -> object:
+    from jeepney import DBusAddress, MessageFlag, new_method_call  # noqa: PLC0415
+
+    peer = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD, interface="org.freedesktop.DBus.Peer")
+    ping = new_method_call(peer, "Ping")
+    ping.header.flags = MessageFlag.no_reply_expected
+    return ping
 
 
 def _version_query() -> object:

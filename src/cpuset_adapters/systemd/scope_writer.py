@@ -9,10 +9,15 @@ properties first (runtime properties, over D-Bus, all of a step's units pipeline
 writes the files through :class:`~cpuset_adapters.cgroup_writer.KernelCpusetWriter`, as runc
 does. What systemd re-applies is then already the new value.
 
-The step's outcome is the files': systemd never fails a creation. No bus, an old systemd, a
-refused call or no reply in time leaves that container to the files alone (today's
-behaviour), counted by outcome, with one warning per episode. A bus that failed is tried
-again after :data:`RETRY_AFTER` seconds; an old systemd is not asked again. Decision 37.
+The step's outcome is the files': systemd never fails a creation. No bus, a busy systemd, an
+old systemd, a refused call or no reply in time leaves that container to the files alone
+(today's behaviour), counted by outcome, with one warning per episode. A bus that failed is
+tried again after :data:`RETRY_AFTER` seconds; a busy one (connected, not answering: systemd
+in a ``daemon-reload``) after the runtime's request timeout (one hook waits for it once), since
+every reload reverts the scopes it was not told about; an old systemd is not asked again.
+What a step could not send (no bus, busy, the connection lost) is sent with the next step
+that reaches systemd, so a unit never keeps a value older than its files for longer than
+systemd stays unreachable. Decision 37.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Protocol
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
 from cpuset_adapters.cgroupfs import systemd_unit
-from cpuset_adapters.systemd.bus import BusError
+from cpuset_adapters.systemd.bus import UNSENT, BusError
 from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_core import ContainerUpdate
 from cpuset_core.ports import UpdateOutcome
@@ -37,9 +42,15 @@ REPLY_WAIT = 0.5
 RETRY_AFTER = 60.0
 """Seconds before a bus that failed, or refused for want of permission, is tried again."""
 
-OUTCOMES = ("set", "gone", "refused", "timeout", "no-bus", "old-systemd")
+BUSY_PAUSE_STEPS = 4
+"""After systemd was busy, the bus is left alone for this many step waits (the runtime's request
+timeout): one hook pays the wait once."""
+
+OUTCOMES = ("set", "gone", "refused", "timeout", "busy", "no-bus", "old-systemd")
 """What became of a container's unit write: set; its unit gone (with the container); refused
-by systemd; not answered in time (systemd applies it when it gets to it); no bus; a systemd
+by systemd; not answered in time (sent: systemd applies it when it gets to it); not sent,
+systemd connected and not answering in time (busy, e.g. in a daemon-reload: sent again with
+the next step); not sent, no bus (sent again with the first step after the pause); a systemd
 without the properties (before 244)."""
 Count = Callable[[str, int], None]
 """An outcome of :data:`OUTCOMES` and how many containers had it."""
@@ -57,7 +68,7 @@ class ScopeBus(Protocol):
     @property
     def connected(self) -> bool: ...
 
-    def connect(self) -> str: ...
+    def connect(self, wait: float) -> str: ...
 
     def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]: ...
 
@@ -72,6 +83,8 @@ def outcome_of(problem: str) -> str:
     """The outcome a D-Bus problem counts as."""
     if problem == "timeout":
         return "timeout"
+    if problem == UNSENT:
+        return "busy"  # systemd has not answered a window of calls: this one waits here
     name = problem.partition(":")[0]
     if name in ("org.freedesktop.systemd1.NoSuchUnit", "org.freedesktop.DBus.Error.UnknownObject"):
         return "gone"  # the container is going away: its files are gone too
@@ -100,12 +113,21 @@ class SystemdScopeWriter:
         self._never = ""
         """Why the bus is not asked again (an old systemd)."""
         self._announced = False
+        self._pending: dict[str, UnitCpuset] = {}
+        """Units whose latest value never reached systemd (no bus, busy, the connection lost
+        mid-call, past a full window), sent with the next call that goes out. That call
+        leaves only what it could not send itself: every other unit had an answer (set,
+        gone, refused) or is queued in systemd (timeout, applied in order). So it holds only
+        units written since systemd last took a call, not units long gone."""
 
     def switch(self, enabled: bool) -> None:
         """``runtime.systemd_units`` reloaded: takes effect at the next update."""
         self.enabled = enabled
         if not enabled:
             self._bus.close()
+            # Files written while off are newer than what is pending: sending it later
+            # would put the units behind their files.
+            self._pending.clear()
         _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes: %s",
                   "set over D-Bus with the files" if enabled
                   else "left to the runtime (runtime.systemd_units = false)")
@@ -139,14 +161,40 @@ class SystemdScopeWriter:
         unavailable = self._unavailable()
         if unavailable:
             self._count(unavailable, len(requests))
+            self._hold(requests, unavailable)
             return
+        # The step's own first (a full window leaves the last ones unsent), then what earlier
+        # steps could not send, unless the step has a newer value for that unit.
+        own = {request.unit for request in requests}
+        resent = [request for unit, request in self._pending.items() if unit not in own]
         try:
-            problems = self._bus.set_cpusets(requests, self.wait)
+            problems = self._bus.set_cpusets([*requests, *resent], self.wait)
         except BusError as exc:
-            self._retry_at = self._clock() + RETRY_AFTER
+            self._pause(exc.reason)
+            self._hold(requests, exc.reason)
             self._fail(exc.reason, exc.detail, len(requests))
             return
-        self._settle(problems, len(requests))
+        # Everything went out (answered, or queued in systemd) but what the window left.
+        self._pending = {request.unit: request for request in [*requests, *resent]
+                         if problems.get(request.unit) == UNSENT}
+        self._settle(problems, len(requests) + len(resent), len(resent))
+
+    def _pause(self, reason: str) -> None:
+        """Leave the bus alone for a while after a failure: a minute when there is no bus; when
+        systemd is only busy, the runtime's request timeout (four step waits), so one hook of
+        several steps waits for a busy systemd once, not at every step, and the next hook (or
+        the verifier's repair) asks again."""
+        pause = BUSY_PAUSE_STEPS * self.wait if reason == "busy" else RETRY_AFTER
+        self._retry_at = self._clock() + pause
+
+    def _hold(self, requests: list[UnitCpuset], reason: str) -> None:
+        """Keep the step's unsent values for the next call (none for a systemd that is never
+        asked again)."""
+        if reason == "old-systemd":
+            self._pending.clear()
+            return
+        for request in requests:
+            self._pending[request.unit] = request
 
     def _unavailable(self) -> str:
         """Why the bus cannot be asked now (``""``: it can), connecting first if needed."""
@@ -157,11 +205,11 @@ class SystemdScopeWriter:
         if self._clock() < self._retry_at:
             return self._failing or "no-bus"
         try:
-            version = self._bus.connect()
+            version = self._bus.connect(self.wait)  # no longer than the step would wait
         except BusError as exc:
             if exc.reason == "old-systemd":
                 self._never = exc.reason
-            self._retry_at = self._clock() + RETRY_AFTER
+            self._pause(exc.reason)
             self._fail(exc.reason, exc.detail, 0)
             return exc.reason
         if not self._announced:  # a private-socket connection is made again at each use
@@ -170,7 +218,9 @@ class SystemdScopeWriter:
                       "files", extra={"systemd": version})
         return ""
 
-    def _settle(self, problems: dict[str, str], asked: int) -> None:
+    def _settle(self, problems: dict[str, str], asked: int, resent: int) -> None:
+        """Count and report a call's answers: ``asked`` units, ``resent`` of them held from
+        earlier steps (counted when they failed to go, and now by their answer)."""
         by_outcome: dict[str, list[tuple[str, str]]] = {}
         for unit, problem in problems.items():
             by_outcome.setdefault(outcome_of(problem), []).append((unit, problem))
@@ -189,7 +239,7 @@ class SystemdScopeWriter:
             self._fail(outcome, detail, len(refused))
         if not by_outcome.keys() - {"gone"} and self._failing:
             _log.info("systemd scopes' AllowedCPUs/AllowedMemoryNodes set again",
-                      extra={"after": self._failing})
+                      extra={"after": self._failing, "resent": resent})
             self._failing = ""
 
     def _fail(self, outcome: str, detail: str, containers: int) -> None:
@@ -198,6 +248,10 @@ class SystemdScopeWriter:
         if outcome != self._failing and outcome == "timeout":
             _log.warning("systemd has not answered the scopes' unit writes in time; it applies "
                          "them when it gets to them, in order (the files are written)",
+                         extra={"outcome": outcome, "wait_s": self.wait, "error": detail})
+        elif outcome != self._failing and outcome == "busy":
+            _log.warning("systemd did not answer in time (busy, e.g. in a daemon-reload): the "
+                         "scopes' files only for now; their units are set at the next update",
                          extra={"outcome": outcome, "wait_s": self.wait, "error": detail})
         elif outcome != self._failing:
             _log.warning("systemd scopes not updated over D-Bus; their cgroup files only "

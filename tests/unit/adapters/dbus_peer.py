@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,10 +31,18 @@ class FakeSystemdBus:
     """Answer no call before this many have arrived (proves the client pipelines)."""
     silent: bool = False
     """Never answer SetUnitProperties (a stuck systemd)."""
+    reloading: bool = False
+    """Never answer systemd's ``Version`` (systemd busy in a daemon-reload, the bus not)."""
     noise: int = 0
     """Signals sent after every message received, as systemd sends every unit change to
     every connection on its private socket (a reload sends a flood)."""
+    held_first: int = 0
+    """Sessions whose first message is read only when more bytes come after it, as sd-bus
+    (systemd 252, the VM lab's) sometimes does as a server (``NUDGE_EVERY``)."""
     calls: list[Any] = field(default_factory=list)
+    pings: int = 0
+    sessions: int = 0
+    """Connections accepted."""
     hellos: int = 0
     max_in_flight: int = 0
     _server: socket.socket | None = None
@@ -70,6 +79,7 @@ class FakeSystemdBus:
             except OSError:
                 return
             self._conn = conn
+            self.sessions += 1
             try:
                 self._session(conn)
             except OSError:
@@ -93,7 +103,7 @@ class FakeSystemdBus:
             if b"AUTH EXTERNAL" in data:
                 conn.sendall(b"OK " + b"0" * 32 + b"\r\n")
         parser = Parser()
-        parser.add_data(buffered.split(b"BEGIN\r\n", 1)[1])
+        parser.add_data(self._first_bytes(conn, buffered.split(b"BEGIN\r\n", 1)[1]))
         held: list[Any] = []
         serial = 1000
         while True:
@@ -112,12 +122,27 @@ class FakeSystemdBus:
                 return
             parser.add_data(data)
 
+    def _first_bytes(self, conn: socket.socket, after_begin: bytes) -> bytes:
+        """What came after ``BEGIN``; in a ``held_first`` session, not before a whole first
+        message and more bytes after it have come."""
+        if self.held_first <= 0:
+            return after_begin
+        self.held_first -= 1
+        while not _whole_message(after_begin):
+            after_begin += conn.recv(65536)
+        return after_begin + conn.recv(65536)  # held until more bytes come
+
     def _reply(self, message: Any, held: list[Any]) -> Any:
         member = message.header.fields.get(3)
         if member == "Hello":
             self.hellos += 1
             return new_method_return(message, "s", (":1.42",))
+        if member == "Ping":
+            self.pings += 1
+            return None  # sent with NO_REPLY_EXPECTED
         if member == "Get":
+            if self.reloading:
+                return None
             return new_method_return(message, "v", (("s", self.version),))
         self.calls.append(message)
         if not self.silent:
@@ -141,6 +166,13 @@ _UNIT_NEW = new_signal(DBusAddress("/org/freedesktop/systemd1",
                                   interface="org.freedesktop.systemd1.Manager"),
                        "UnitNew", "so", ("cri-containerd-x.scope",
                                          "/org/freedesktop/systemd1/unit/x"))
+
+
+def _whole_message(data: bytes) -> bool:
+    if len(data) < 16:
+        return False
+    body, fields = struct.unpack_from("<I4xI", data, 4)
+    return len(data) >= 16 + fields + (-fields % 8) + body
 
 
 def unit_of(call: Any) -> str:

@@ -5,6 +5,7 @@ errors and silence per unit, and a bus that is missing, too old or goes away."""
 
 from __future__ import annotations
 
+import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -15,7 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jeepney import DBusAddress, new_method_call
 
-from cpuset_adapters.systemd.bus import WINDOW, BusError, SystemdBus, system_bus_path
+from cpuset_adapters.systemd.bus import (
+    NUDGE_EVERY,
+    UNSENT,
+    WINDOW,
+    BusError,
+    SystemdBus,
+    system_bus_path,
+)
 from cpuset_adapters.systemd.call import UnitCpuset, cpu_mask, set_properties_call
 from cpuset_core import CPUSet
 from tests.unit.adapters.dbus_peer import FakeSystemdBus, unit_of
@@ -113,6 +121,56 @@ def test_no_bus_socket_is_no_bus(tmp_path: Path) -> None:
     assert refused.value.reason == "no-bus"
 
 
+def test_a_systemd_that_does_not_answer_in_time_is_busy_not_gone(tmp_path: Path) -> None:
+    """The VM lab's systemd shape: PID 1 in a daemon-reload, the bus answering Hello and
+    systemd not its version; this was ``no-bus`` and a 60 s pause."""
+    fake = FakeSystemdBus(tmp_path / "bus", reloading=True).start()
+    try:
+        bus = SystemdBus(str(fake.path), timeout=5, private=None)
+        started = time.monotonic()
+        with pytest.raises(BusError) as busy:
+            bus.connect(0.3)  # the caller's bound, not the client's default
+        assert busy.value.reason == "busy"
+        assert 0.3 <= time.monotonic() - started < 2
+        assert not bus.connected
+    finally:
+        fake.close()
+
+
+def stalled_socket(path: Path) -> socket.socket:
+    """A socket the kernel accepts connections on and nobody answers: systemd's private
+    socket during a reload (PID 1 authenticates its clients itself)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)  # never accepted
+    return listener
+
+
+def test_a_socket_nobody_authenticates_on_in_time_is_busy(tmp_path: Path) -> None:
+    listener = stalled_socket(tmp_path / "private")
+    try:
+        with pytest.raises(BusError) as busy:
+            SystemdBus(str(tmp_path / "none"), private=str(tmp_path / "private")).connect(0.2)
+        assert busy.value.reason == "busy"
+        assert "within 0.2 s" in busy.value.detail
+    finally:
+        listener.close()
+
+
+def test_a_busy_bus_is_not_left_for_systemds_private_socket(tmp_path: Path) -> None:
+    """Busy is somebody there: trying the other socket would cost the step a second wait."""
+    listener = stalled_socket(tmp_path / "bus")
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        with pytest.raises(BusError) as busy:
+            SystemdBus(str(tmp_path / "bus"), private=str(private.path)).connect(0.2)
+        assert busy.value.reason == "busy"
+        assert private.sessions == 0
+    finally:
+        listener.close()
+        private.close()
+
+
 def test_without_a_system_bus_systemds_private_socket_is_used_without_hello(
         tmp_path: Path) -> None:
     private = FakeSystemdBus(tmp_path / "private").start()
@@ -141,6 +199,45 @@ def test_a_call_after_the_idle_private_connection_was_closed_connects_again(
         assert len(private.calls) == 6
     finally:
         private.close()
+
+
+def test_a_first_call_systemd_holds_unread_on_its_private_socket_is_woken_by_a_ping(
+        tmp_path: Path) -> None:
+    """The VM lab's systemd 252 left one new private connection in about a hundred
+    unanswered for 60 s while PID 1 idled: more bytes wake it, and a Ping asks no reply."""
+    private = FakeSystemdBus(tmp_path / "private", held_first=1).start()
+    try:
+        bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
+        started = time.monotonic()
+        assert bus.connect(5) == "252.39-1~deb12u2"
+        assert NUDGE_EVERY <= time.monotonic() - started < 2 * NUDGE_EVERY + 0.5
+        assert (bus.nudges, private.pings) == (1, 1)
+        assert bus.set_cpusets(requests(2), wait=5) == {}  # no reply to the Ping in the way
+        assert len(private.calls) == 2
+    finally:
+        private.close()
+
+
+def test_a_connection_answered_at_once_is_not_nudged(tmp_path: Path) -> None:
+    private = FakeSystemdBus(tmp_path / "private").start()
+    try:
+        bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
+        for _ in range(3):
+            assert bus.set_cpusets(requests(1), wait=5) == {}
+        assert (bus.nudges, private.pings) == (0, 0)
+    finally:
+        private.close()
+
+
+def test_the_system_bus_is_never_nudged(tmp_path: Path) -> None:
+    """dbus-daemon reads every byte: a Ping there would only be one more message to route."""
+    fake = FakeSystemdBus(tmp_path / "bus", reloading=True).start()
+    try:
+        with pytest.raises(BusError):
+            SystemdBus(str(fake.path), private=None).connect(3 * NUDGE_EVERY)
+        assert fake.pings == 0
+    finally:
+        fake.close()
 
 
 def test_a_client_never_connected_connects_at_its_first_call(peer: FakeSystemdBus) -> None:
@@ -215,8 +312,9 @@ def test_a_silent_systemd_costs_one_wait_then_none_while_the_window_is_full(
     bus.connect()
     assert set(bus.set_cpusets(requests(WINDOW), wait=0.2).values()) == {"timeout"}
     started = time.monotonic()
-    assert set(bus.set_cpusets(requests(5), wait=5).values()) == {"timeout"}
+    assert set(bus.set_cpusets(requests(5), wait=5).values()) == {UNSENT}
     assert time.monotonic() - started < 1  # nothing could be sent: nothing was awaited
+    assert len(peer.calls) == WINDOW
 
 
 def test_signals_between_the_replies_are_skipped(peer: FakeSystemdBus) -> None:

@@ -36,21 +36,29 @@ class FakeBus:
 
     files: Path | None = None
     refuse: BusError | None = None
+    """Raised by :meth:`connect`."""
+    fail: BusError | None = None
+    """Raised by :meth:`set_cpusets` (the connection lost mid-call): nothing recorded."""
     problems: dict[str, str] = field(default_factory=dict)
     calls: list[list[UnitCpuset]] = field(default_factory=list)
     file_at_call: list[str] = field(default_factory=list)
     connects: int = 0
+    waits: list[float] = field(default_factory=list)
     version: str = "252"
     connected: bool = False
 
-    def connect(self) -> str:
+    def connect(self, wait: float = 1.0) -> str:
         self.connects += 1
+        self.waits.append(wait)
         if self.refuse is not None:
             raise self.refuse
         self.connected = True
         return self.version
 
     def set_cpusets(self, requests: Sequence[UnitCpuset], wait: float) -> dict[str, str]:
+        if self.fail is not None:
+            self.connected = False
+            raise self.fail
         self.calls.append(list(requests))
         if self.files is not None:
             self.file_at_call.append(self.files.read_text().strip())

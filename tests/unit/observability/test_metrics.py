@@ -127,6 +127,7 @@ def test_drift_counts_add_up_by_state() -> None:
 def test_systemd_unit_writes_count_containers_by_outcome_from_zero() -> None:
     metrics = PluginMetrics()
     assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="no-bus") == 0
+    assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="busy") == 0
     metrics.systemd_units("set", 200)
     metrics.systemd_units("timeout", 3)
     assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="set") == 200

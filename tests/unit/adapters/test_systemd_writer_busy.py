@@ -14,14 +14,12 @@ import pytest
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
 from cpuset_adapters.systemd.bus import BusError
-from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_adapters.systemd.scope_writer import (
     BUSY_PAUSE_STEPS,
     REPLY_WAIT,
     RETRY_AFTER,
     SystemdScopeWriter,
 )
-from cpuset_core import CPUSet
 from tests.unit.adapters.test_cgroup_writer import V2_PATH, cgroup, update, v2_tree
 from tests.unit.adapters.test_systemd_writer import Clock, Counts, FakeBus
 
@@ -95,26 +93,21 @@ def test_units_a_busy_step_could_not_send_go_with_the_next_step_then_not_again(
     assert (again[0].after, again[0].resent) == ("busy", 1)
 
 
-def test_a_steps_own_value_replaces_the_pending_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("container", "expected"), [
+    ("c-web", {WEB: "4-15"}),  # the step's own value replaces the pending one
+    ("c-db", {WEB: "3-15", DB: "4-15"}),  # the latest pending value goes with another's
+])
+def test_a_unit_written_twice_while_busy_is_sent_once_with_its_latest_value(
+        tmp_path: Path, container: str, expected: dict[str, str]) -> None:
     bus = FakeBus(refuse=BUSY)
     writer, _, clock = build(tmp_path, bus)
     writer.apply([update("c-web", "2-15")])
     writer.apply([update("c-web", "3-15")])
     bus.refuse = None
     clock.now += BUSY_PAUSE
-    writer.apply([update("c-web", "4-15")])
-    assert bus.calls == [[UnitCpuset(WEB, CPUSet.parse("4-15"))]]
-
-
-def test_the_latest_pending_value_is_the_one_sent_again(tmp_path: Path) -> None:
-    bus = FakeBus(refuse=BUSY)
-    writer, _, clock = build(tmp_path, bus)
-    writer.apply([update("c-web", "2-15")])
-    writer.apply([update("c-web", "3-15")])
-    bus.refuse = None
-    clock.now += BUSY_PAUSE
-    writer.apply([update("c-db", "4-15")])
-    assert sent(bus, 0) == {WEB: "3-15", DB: "4-15"}
+    writer.apply([update(container, "4-15")])
+    assert len(bus.calls) == 1
+    assert sent(bus, 0) == expected
 
 
 def test_units_lost_with_the_connection_mid_call_are_sent_again(tmp_path: Path) -> None:

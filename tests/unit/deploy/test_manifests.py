@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cpuset_adapters.systemd.bus import SYSTEM_BUS
+from cpuset_adapters.systemd.connection import SYSTEM_BUS
 from tests.unit.deploy.schema import (
     DEFAULT_CONFIG_PATH,
     DEFAULTS,

@@ -89,8 +89,9 @@ class RunningPod:
         and StartContainer; returns the new container's id."""
         config = self.pod.container_config
         config.metadata.attempt = self.attempt
-        if config.log_path:
+        if self.log_path is not None:  # the kubelet makes <pod log dir>/<container>/ first
             config.log_path = f"{config.metadata.name}/{self.attempt}.log"
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.created_at = time.monotonic()
         response = self.client.call(
             "RuntimeService", "CreateContainer",

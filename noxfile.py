@@ -120,12 +120,18 @@ def proto(session: nox.Session) -> None:
     session.run("python", "tools/genproto.py", *session.posargs)
 
 
-def run_e2e(session: nox.Session, runtime: str) -> None:
+# The DaemonSet's pod tests need the image scripts/build-image builds: their own sessions.
+POD_TESTS = ["tests/e2e/test_daemonset_pod.py", "tests/e2e/test_daemonset_pod_plants.py"]
+
+
+def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = None) -> None:
     """The e2e suite against the lab's containerd ``runtime`` (cpuset_lab.containerd_install
-    .RUNTIMES), which is installed first; tests whose expectations differ ask ``lab.runtime``."""
+    .RUNTIMES), which is installed first; tests whose expectations differ ask ``lab.runtime``.
+    Without ``tests``: tests/e2e but the DaemonSet's pod (``e2e-pod``)."""
     session.run("bash", "scripts/install-containerd", "--runtime", runtime, external=True)
     install_dev(session, extras="[test]")
-    session.run("pytest", "tests/e2e", "-p", "no:cacheprovider", *session.posargs,
+    selection = tests or ["tests/e2e", *(f"--ignore={path}" for path in POD_TESTS)]
+    session.run("pytest", *selection, "-p", "no:cacheprovider", *session.posargs,
                 env={"NRI_CPUSET_E2E_REQUIRED": "1", "NRI_CPUSET_RUNTIME": runtime})
 
 
@@ -140,6 +146,19 @@ def e2e_2x(session: nox.Session) -> None:
     """The same suite against a real containerd 2.1.x with NRI v0.12 (needs root; installs it
     first)."""
     run_e2e(session, "2.x")
+
+
+@nox.session(name="e2e-pod", python=PYTHON)
+def e2e_pod(session: nox.Session) -> None:
+    """The DaemonSet's pod run as the kubelet runs it, the plugin's image inside, on containerd
+    1.7 (needs root and ``bash scripts/build-image`` first: the OCI archive it leaves)."""
+    run_e2e(session, "1.7", tests=POD_TESTS)
+
+
+@nox.session(name="e2e-pod-2x", python=PYTHON)
+def e2e_pod_2x(session: nox.Session) -> None:
+    """The same on containerd 2.1.x."""
+    run_e2e(session, "2.x", tests=POD_TESTS)
 
 
 @nox.session(name="bench-quality", python=PYTHON)

@@ -1,0 +1,141 @@
+"""The DaemonSet's pod on the lab's containerd (issue 33): the image ``scripts/build-image``
+built, imported; ``deploy/kubernetes`` rendered and translated for the lab's node
+(``cpuset_lab.daemonset``); and what "the plugin does its job" means, checked from outside the
+pod (its probe, its log, placements and a repair read back from the kernel).
+
+Only one plugin may be registered with the lab's containerd at a time, so the pod tests never
+use the ``plugin`` or ``cri`` fixtures (``cri``'s teardown removes every pod, the plugin's
+too): they drive ``lab.client()`` and remove their own pods.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cpuset_adapters.cgroupfs import cgroup_dir
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.daemonset import DaemonSetPod, translate
+from cpuset_lab.daemonset.lab_host import lab_host_paths, lab_node, log_messages, render
+from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, probe_status
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
+from tests.e2e.plugin_harness import ONLINE, cpus, pod, shared, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
+KERNEL_FIRST = "other containers' cpuset updates: kernel first"
+
+
+def archive_path() -> Path:
+    """The OCI archive ``bash scripts/build-image`` leaves (its ``--print`` names it)."""
+    printed = subprocess.run(["bash", str(ROOT / "scripts/build-image"), "--print"],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    fields = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
+    return ROOT / fields["archive"]
+
+
+def archive_image_name(archive: Path) -> str:
+    """The image's name as the archive's index records it (``ctr images import`` keeps it)."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        assert member is not None
+        index: dict[str, Any] = json.load(member)
+    name: str = index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
+    return name
+
+
+def import_daemonset_image(lab: LabContainerd) -> str:
+    """The plugin's image in the lab's containerd (imported once); its name. Without the
+    archive: skipped, or failed under ``NRI_CPUSET_E2E_REQUIRED=1``."""
+    archive = archive_path()
+    if not archive.is_file():
+        message = (f"the plugin's image {archive} is missing: run `bash scripts/build-image` "
+                   "first (root, podman)")
+        if REQUIRED:
+            pytest.fail(f"NRI_CPUSET_E2E_REQUIRED=1 but {message}", pytrace=False)
+        pytest.skip(message)
+    name = archive_image_name(archive)
+    client = lab.client()
+    if client.image_status(name) is None:
+        lab.import_image(archive)
+        assert client.image_status(name) is not None, f"{archive} did not import as {name}"
+    return name
+
+
+def translated(lab: LabContainerd, root: Path, image: str, *,
+               edit: Callable[[dict[str, Any]], None] | None = None,
+               drop_host_paths: tuple[str, ...] = ()) -> DaemonSetPod:
+    """``deploy/kubernetes`` rendered and translated for the lab (a fresh pod: new uid and
+    name); ``edit`` changes the rendered DaemonSet first (a plant), ``drop_host_paths`` the
+    host paths it no longer mounts."""
+    rendered = render(ROOT / "deploy/kubernetes")
+    if edit is not None:
+        documents = [d for d in yaml.safe_load_all(rendered) if d]
+        edit(next(d for d in documents if d["kind"] == "DaemonSet"))
+        rendered = yaml.safe_dump_all(documents)
+    host_paths = lab_host_paths(lab, root)
+    for path in drop_host_paths:
+        del host_paths[path]
+    return translate(rendered, lab_node(lab, root, image=image, host_paths=host_paths))
+
+
+def port_free(running_pod: DaemonSetPod) -> bool:
+    """Nothing answers on the pod's probe port yet (no other plugin of a test holds it)."""
+    return all(probe_status(probe, PROBE_HOST) is None for probe in running_pod.probes)
+
+
+def messages(running: RunningPod) -> list[str]:
+    return log_messages(running.log_lines())
+
+
+def wait_for_message(running: RunningPod, text: str, timeout: float = 15.0) -> None:
+    wait_until(lambda: any(text in m for m in messages(running)),
+               f"{text!r} in the pod's log\n--- its log ---\n"
+               + "\n".join(messages(running)[-20:]), timeout=timeout)
+
+
+def drift_repaired(client: KubeletClient, lab: LabContainerd, timeout: float = 15.0) -> bool:
+    """The plugin's verifier at work through its ``/host/cgroup`` mount: a shared container's
+    ``cpuset.cpus`` changed behind its back (one CPU) is written back to the whole pool
+    within ``timeout``."""
+    with pod(client, "drift", QosClass.BURSTABLE) as pod_id:
+        cid = shared(client, lab, pod_id)
+        wait_until(lambda: cpus(client, cid) == ONLINE, "the shared container on every CPU")
+        status = client.container_status(cid)
+        assert status.cgroups_path is not None
+        directory = cgroup_dir(status.cgroups_path)
+        (directory / "cpuset.cpus").write_text(str(ONLINE.first()))
+        assert cpus(client, cid) == CPUSet([ONLINE.first()])
+        try:
+            wait_until(lambda: cpus(client, cid) == ONLINE, "the verifier's repair", timeout)
+        except AssertionError:
+            return False
+        return True
+
+
+def job_problems(running: RunningPod, client: KubeletClient, lab: LabContainerd, *,
+                 ready_timeout: float = 30.0) -> list[str]:
+    """What keeps the pod from doing its whole job ([] when nothing): ready, the kernel fast
+    path on (other containers' cpusets written through ``/host/cgroup``), and drift repaired."""
+    try:
+        running.wait_ready(timeout=ready_timeout)
+    except AssertionError as error:
+        return [f"not ready: {str(error).splitlines()[0]}"]
+    problems = []
+    wait_for_message(running, "other containers' cpuset updates:")
+    if not any(m.startswith(KERNEL_FIRST) for m in messages(running)):
+        found = [m for m in messages(running) if "cpuset updates:" in m]
+        problems.append(f"the kernel fast path is off: {found}")
+    if len(ONLINE) > 1 and not drift_repaired(client, lab):
+        problems.append("a shared container's cpuset changed behind its back was not repaired")
+    return problems

@@ -78,7 +78,7 @@ def translated(lab: LabContainerd, root: Path, image: str, *,
     """``deploy/kubernetes`` rendered and translated for the lab (a fresh pod: new uid and
     name); ``edit`` changes the rendered DaemonSet first (a plant), ``drop_host_paths`` the
     host paths it no longer mounts."""
-    rendered = render(ROOT / "deploy/kubernetes")
+    rendered = render(user_overlay(root, image))
     if edit is not None:
         documents = [d for d in yaml.safe_load_all(rendered) if d]
         edit(next(d for d in documents if d["kind"] == "DaemonSet"))
@@ -87,6 +87,19 @@ def translated(lab: LabContainerd, root: Path, image: str, *,
     for path in drop_host_paths:
         del host_paths[path]
     return translate(rendered, lab_node(lab, root, image=image, host_paths=host_paths))
+
+
+def user_overlay(root: Path, image: str) -> Path:
+    """The overlay docs/operations.md's install step 2 has a user write, naming ``image``
+    (``REPOSITORY:TAG``): what ``kubectl apply -k`` renders is what the pod runs."""
+    repository, _, tag = image.rpartition(":")
+    overlay = root / f"overlay-{tag}"
+    overlay.mkdir(parents=True, exist_ok=True)
+    base = os.path.relpath(ROOT / "deploy/kubernetes", overlay)  # kustomize: never absolute
+    (overlay / "kustomization.yaml").write_text(
+        f"resources: [{base}]\n"
+        f"images: [{{name: nri-cpuset, newName: {repository}, newTag: {tag}}}]\n")
+    return overlay
 
 
 def port_free(running_pod: DaemonSetPod) -> bool:

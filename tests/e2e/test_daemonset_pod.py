@@ -100,6 +100,10 @@ def root_mount_options(pid: int) -> list[str]:
 def test_the_pod_becomes_ready_confined_as_the_manifest_says(
         node: Node, capsys: pytest.CaptureFixture[str]) -> None:
     running = node.running
+    # docs/operations.md's overlay named the image: the lab replaced nothing but host paths
+    # and the network (the lab has no CNI).
+    assert {o.path.rsplit(".", 1)[-1] for o in running.pod.overrides} <= {"path",
+                                                                           "hostNetwork"}
     assert running.kubelet_probe("liveness")
     assert running.kubelet_probe("readiness")
     status = running.status()

@@ -171,8 +171,15 @@ class Guest:
             annotations={**(annotations or {}), **({PIN: pins} if pins is not None else {})}))
 
     def state(self) -> dict[str, Any]:
-        state = self.plugin.state()
-        assert state is not None, f"inspect cannot reach the plugin\n{self.plugin.tail()}"
+        """The plugin's state. A read that fails is tried again for up to 30 s (scaled): under
+        emulation on this 2-core host the guest stalls (RCU stalls, soft lockups of 20-30 s,
+        2026-11-29: twice in a row at a teardown), and one status read then misses its 5 s
+        timeout while the plugin itself is fine; a plugin that stays silent still fails."""
+        deadline = time.monotonic() + 30 * SCALE
+        while (state := self.plugin.state()) is None:
+            assert time.monotonic() < deadline, (
+                f"inspect cannot reach the plugin\n{self.plugin.tail()}")
+            time.sleep(0.5)
         return state
 
     def close(self) -> None:

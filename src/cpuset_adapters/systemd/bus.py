@@ -92,6 +92,11 @@ class SystemdBus:
     def connected(self) -> bool:
         return self._sock is not None
 
+    @property
+    def _direct(self) -> bool:
+        """Connected to systemd itself (its private socket), not through a bus daemon."""
+        return self.via != self.path
+
     def connect(self, wait: float | None = None) -> str:
         """Connect (the system bus, else systemd's private socket, as runc's driver does as
         root), authenticate and check systemd's version, all within ``wait`` seconds (default
@@ -174,7 +179,7 @@ class SystemdBus:
         for request in queue:
             problems[request.unit] = UNSENT
         self._stale.update(waiting)
-        if self.via != self.path and not self._stale and not self._out:
+        if self._direct and not self._stale and not self._out:
             # systemd sends every unit change to every connection on its private socket: an
             # idle one would pile them up in PID 1 until read. Connected again when needed.
             self.close()
@@ -220,7 +225,7 @@ class SystemdBus:
         self._serial += 1
         serial = self._serial
         where = self.via.lstrip("\0")
-        nudging = self.via != self.path
+        nudging = self._direct
         try:
             self._sock.settimeout(bound.left())
             self._sock.sendall(message.serialise(serial=serial))  # type: ignore[attr-defined]

@@ -208,17 +208,26 @@ def test_only_the_systemd_shape_boots_systemd_and_tells_the_guest_its_cgroup_dri
             assert shape.facts()["cgroup_driver"] == "cgroupfs"
 
 
-def test_a_systemd_guest_gets_a_virtme_home_whose_fstab_puts_a_tmpfs_on_tmp(
+def test_a_systemd_guest_gets_a_virtme_home_whose_fstab_keeps_tmpfiles_from_emptying_tmp(
         tmp_path: Path) -> None:
     import json
 
-    from cpuset_lab.vm_systemd import prepare_home
+    from cpuset_lab.vm_systemd import TMPFILES_TMP, fstab, prepare_home
 
     home = prepare_home(tmp_path)
     config = json.loads((home / ".config/virtme-ng/virtme-ng.conf").read_text())
-    fstab = Path(config["systemd"]["fstab"])
-    assert fstab.parent == tmp_path
-    assert fstab.read_text().split()[:3] == ["tmpfs", "/tmp", "tmpfs"]
+    fstab_file = Path(config["systemd"]["fstab"])
+    assert fstab_file.parent == tmp_path
+    [(source, target, kind, options, *_)] = [
+        line.split() for line in fstab_file.read_text().splitlines()]
+    assert (target, kind) == (str(TMPFILES_TMP), "none")
+    assert {"bind", "nofail"} <= set(options.split(","))
+    rules = [line.split() for line in Path(source).read_text().splitlines()
+             if line and not line.startswith("#")]
+    assert rules == [["d", "/tmp", "1777", "root", "root", "-"]]  # created, never emptied
+    # No mount on /tmp itself: it would hide a checkout there (a CI clone) from the guest.
+    assert "/tmp " not in fstab_file.read_text()
+    assert fstab(Path("/tmp/ci 7/r")).split()[0] == "/tmp/ci\\0407/r"
 
 
 def test_a_relative_results_directory_is_made_absolute_for_the_guest() -> None:

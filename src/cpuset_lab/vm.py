@@ -237,6 +237,18 @@ def _read_text(path: Path) -> str:
         return ""
 
 
+def ensure_image() -> None:
+    """Build the plugin's image (``scripts/build-image``) unless its archive is there: a
+    shape's guest runs the DaemonSet's pod from it and cannot build anything itself."""
+    printed = subprocess.run(["bash", str(REPO / "scripts/build-image"), "--print"],  # noqa: S603,S607
+                             check=True, capture_output=True, text=True, cwd=REPO).stdout
+    archive = REPO / dict(line.split("=", 1) for line in printed.splitlines())["archive"]
+    if archive.is_file():
+        return
+    print(f"== VM lab: {archive.name} is missing: bash scripts/build-image", flush=True)
+    subprocess.run(["bash", str(REPO / "scripts/build-image")], check=True, cwd=REPO)  # noqa: S603,S607
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cpuset_lab.vm",
@@ -279,6 +291,8 @@ def main(argv: list[str]) -> int:
     except FileNotFoundError as exc:
         parser.error(str(exc))
     pytest_args = ["-k", args.keyword] if args.keyword else []
+    if any(SHAPES[name].runs_image for name in names):
+        ensure_image()
     outcomes: list[ShapeResult] = []
     for name in names:
         shape = SHAPES[name]

@@ -106,6 +106,9 @@ class Shape:
     """systemd as PID 1 (virtme-ng's ``--systemd``): containerd runs as ``containerd.service``
     with runc's systemd cgroup driver and pods get the kubelet's systemd-driver slices."""
     in_ci: bool = False
+    runs_image: bool = False
+    """Its tests run the DaemonSet's pod from the image ``scripts/build-image`` leaves (built
+    on this machine before the guest boots when missing: the guest has no network)."""
     nvme: tuple[NvmeDrive, ...] = ()
     """NVMe controllers on known NUMA nodes; the guest loads the ``nvme`` driver for them."""
 
@@ -217,9 +220,12 @@ SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="systemd",
           summary="1 socket x 2 cores x 2 threads, systemd as PID 1, containerd.service with "
                   "SystemdCgroup, pods in kubepods slices, cgroup v2",
-          sockets=1, nodes=(Node(cpus="0-3", memory_mib=2048),), systemd=True,
-          tests=("test_shape.py", "test_cold_boot.py", "test_systemd.py",
-                 "test_systemd_reload.py")),
+          sockets=1, nodes=(Node(cpus="0-3", memory_mib=2048),), systemd=True, in_ci=True,
+          runs_image=True,
+          # The pod's module first: it needs containerd with no plugin process registered,
+          # which the others' session-long guest keeps from then on.
+          tests=("test_shape.py", "test_daemonset_pod.py", "test_cold_boot.py",
+                 "test_systemd.py", "test_systemd_reload.py")),
 )}
 """Every shape, by name; ``default`` is the one CI runs."""
 

@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,19 +74,21 @@ def import_daemonset_image(lab: LabContainerd) -> str:
 
 def translated(lab: LabContainerd, root: Path, image: str, *,
                edit: Callable[[dict[str, Any]], None] | None = None,
-               drop_host_paths: tuple[str, ...] = ()) -> DaemonSetPod:
+               drop_host_paths: tuple[str, ...] = (),
+               host_paths: Mapping[str, Path] | None = None) -> DaemonSetPod:
     """``deploy/kubernetes`` rendered and translated for the lab (a fresh pod: new uid and
     name); ``edit`` changes the rendered DaemonSet first (a plant), ``drop_host_paths`` the
-    host paths it no longer mounts."""
+    host paths it no longer mounts, ``host_paths`` the lab's paths replaced (a node's real
+    one where the lab may use it: the VM's system bus)."""
     rendered = render(user_overlay(root, image))
     if edit is not None:
         documents = [d for d in yaml.safe_load_all(rendered) if d]
         edit(next(d for d in documents if d["kind"] == "DaemonSet"))
         rendered = yaml.safe_dump_all(documents)
-    host_paths = lab_host_paths(lab, root)
+    paths = {**lab_host_paths(lab, root), **(host_paths or {})}
     for path in drop_host_paths:
-        del host_paths[path]
-    return translate(rendered, lab_node(lab, root, image=image, host_paths=host_paths))
+        del paths[path]
+    return translate(rendered, lab_node(lab, root, image=image, host_paths=paths))
 
 
 def user_overlay(root: Path, image: str) -> Path:

@@ -165,7 +165,7 @@ def test_every_shape_names_test_modules_that_exist_and_ci_runs_the_default() -> 
             assert (here / module).is_file(), f"{shape.name}: {module}"
         assert shape.memory_mib > 0
         assert len(shape.distances) in (0, len(shape.nodes) * (len(shape.nodes) - 1) // 2)
-    assert [s.name for s in SHAPES.values() if s.in_ci] == ["default"]
+    assert [s.name for s in SHAPES.values() if s.in_ci] == ["default", "systemd"]
 
 
 def test_the_guest_command_boots_the_shape_and_runs_the_guest_script(tmp_path: Path) -> None:

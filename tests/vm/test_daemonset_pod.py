@@ -1,0 +1,153 @@
+"""The DaemonSet's pod on the production node shape (issue 33): systemd as PID 1,
+``containerd.service`` with the systemd cgroup driver, and the plugin inside the pod the
+kubelet would run from ``deploy/kubernetes`` (the image ``scripts/build-image`` built), uid 0
+with every capability dropped, reaching systemd only through the read-only ``/run/dbus``
+mount of the guest's real system bus.
+
+The question the host's pod e2e cannot answer: does systemd accept that caller's unit writes?
+systemd authorizes ``SetUnitProperties`` by the caller's uid when the bus daemon cannot vouch
+for its capabilities, and the pod's uid is 0: it should. The proof is what systemd re-applies:
+every scope's ``AllowedCPUs`` equals the cpuset the kernel enforces, and stays so across a
+``daemon-reload`` (a unit write refused would have the reload put the shared container back on
+every CPU, pin included).
+
+Only one plugin may be registered with a containerd at a time: this module runs before the
+session's ``guest`` (its own containerd and no plugin process) and leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.containerd_service import ServiceContainerd
+from cpuset_lab.daemonset.running import RunningPod, start_pod
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.resources import container_resources, guaranteed
+from tests.e2e.daemonset_harness import import_daemonset_image, translated, wait_for_message
+from tests.vm import kernel, units
+from tests.vm.runtime import DRIVER, PIN, RESULTS, SCALE, WORK, wait_until
+
+pytestmark = pytest.mark.skipif(DRIVER != "systemd", reason="the systemd shape's question")
+
+SYSTEM_BUS = Path("/run/dbus")
+
+
+@dataclass(slots=True)
+class PodNode:
+    lab: ServiceContainerd
+    client: KubeletClient
+    running: RunningPod
+    ready_seconds: float
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[PodNode]:
+    lab = ServiceContainerd(WORK / "containerd-pod", installation=find_installation(),
+                            start_timeout=40 * SCALE, request_timeout=f"{max(2, int(SCALE))}s",
+                            registration_timeout=f"{int(5 * SCALE)}s")
+    root = WORK / "daemonset"
+    running: RunningPod | None = None
+    try:
+        lab.start()
+        lab.import_image()  # the workloads' image
+        client = lab.client()
+        client.timeout = 60 * SCALE
+        image = import_daemonset_image(lab)
+        # The node's own system bus, as the manifest mounts it (the lab's default is a
+        # directory of the test's: a host without systemd).
+        daemonset = translated(lab, root, image, host_paths={"/run/dbus": SYSTEM_BUS})
+        running = start_pod(client, daemonset)
+        ready = running.wait_ready(timeout=120 * SCALE)
+        yield PodNode(lab=lab, client=client, running=running, ready_seconds=ready)
+    finally:
+        if running is not None:
+            (RESULTS / "daemonset-pod.log").write_text("\n".join(running.log_lines()) + "\n")
+            running.stop()
+        try:
+            if lab.running:
+                lab.cleanup()
+        finally:
+            lab.close()
+            if lab.config.log_path.exists():
+                shutil.copy(lab.config.log_path, RESULTS / "containerd-pod.log")
+
+
+def run_pod(client: KubeletClient, name: str, qos: QosClass, pins: str | None = None) -> str:
+    uid = str(uuid.uuid4())
+    return client.run_pod(PodSpec(name=name, namespace="default", uid=uid,
+                                  cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
+                                  annotations={PIN: pins} if pins is not None else {}))
+
+
+def allowed_not_enforced(client: KubeletClient, containers: list[str]) -> list[str]:
+    """Containers whose scope's ``AllowedCPUs`` (what systemd re-applies) is not the cpuset
+    the kernel enforces."""
+    allowed = units.allowed_cpus_of([units.scope(cid) for cid in containers])
+    wrong = []
+    for cid in containers:
+        enforced = kernel.placement(client, cid).cpus
+        if allowed[units.scope(cid)] != enforced:
+            wrong.append(f"{cid[:12]}: AllowedCPUs {allowed[units.scope(cid)]}, "
+                         f"enforced {enforced}")
+    return wrong
+
+
+def test_the_pod_writes_every_scope_through_the_system_bus_with_every_capability_dropped(
+        node: PodNode, capsys: pytest.CaptureFixture[str]) -> None:
+    client, lab = node.client, node.lab
+    status = node.running.status()
+    assert status.pid is not None
+    with Path(f"/proc/{status.pid}/status").open() as proc:
+        fields = dict(line.split(":", 1) for line in proc if ":" in line)
+    assert int(fields["CapEff"], 16) == 0, "the plugin's process kept a capability"
+    assert fields["Uid"].split()[0] == "0"
+    wait_for_message(node.running, "registered with the runtime as 99-nri-cpuset",
+                     timeout=30 * SCALE)
+    with capsys.disabled():
+        print(f"\n[daemonset pod, systemd shape] CreateContainer to /readyz 200: "
+              f"{node.ready_seconds:.1f} s (emulated)")
+
+    online = kernel.online()
+    pin = CPUSet([online.last()])
+    pods = [run_pod(client, "web", QosClass.BURSTABLE),
+            run_pod(client, "io", QosClass.BURSTABLE, pins=pin.format()),
+            run_pod(client, "db", QosClass.GUARANTEED)]
+    try:
+        web = client.run_container(pods[0], "app", lab.image,
+                                   resources=container_resources(cpu_request="100m"))
+        io = client.run_container(pods[1], "app", lab.image,
+                                  resources=container_resources(cpu_request="100m"))
+        db = client.run_container(pods[2], "app", lab.image, resources=guaranteed(2, "64Mi"))
+        containers = [web, io, db]
+
+        def placed_right() -> bool:
+            exclusive = kernel.placement(client, db).cpus
+            return (kernel.placement(client, io).cpus == pin and len(exclusive) == 2
+                    and not exclusive & pin
+                    and kernel.placement(client, web).cpus == online - pin - exclusive)
+
+        def describe() -> str:
+            return "\n".join(f"{name}: {kernel.placement(client, cid).cpus}" for name, cid in
+                             (("web", web), ("io", io), ("db", db)))
+
+        wait_until(placed_right, lambda: f"the pod's placements\n{describe()}", 30 * SCALE)
+        wait_until(lambda: not allowed_not_enforced(client, containers),
+                   lambda: "every scope's AllowedCPUs written through D-Bus\n"
+                           + "\n".join(allowed_not_enforced(client, containers)), 30 * SCALE)
+        units.systemctl("daemon-reload")
+        # What systemd re-applied is what it accepted from the pod: placements unchanged.
+        assert placed_right(), describe()
+        assert not allowed_not_enforced(client, containers)
+    finally:
+        for pod_id in pods:
+            client.stop_pod(pod_id)
+            client.remove_pod(pod_id)

@@ -7,8 +7,9 @@ systemd to boot a guest quickly and to run the guest script.
   1's own arguments) and starts console-getty instead of the serial getty virtme-ng runs the
   guest script from. An empty ``container`` in PID 1's environment (the kernel passes
   ``container=`` to init) tells PID 1 it is not in one; its generators still believe it, so
-  the boot target is the serial getty itself: sysinit, basic (D-Bus socket activation among
-  the sockets) and the getty start, ``multi-user.target`` does not.
+  the boot target is the serial getty itself: sysinit and the getty start; basic.target (and
+  so sockets.target, the system bus's ``dbus.socket`` among them) and ``multi-user.target`` do
+  not: ``scripts/vm-guest`` starts ``dbus.socket``, which a node has.
 - systemd-tmpfiles empties ``/tmp`` at boot (Debian's ``tmp.conf``: ``D /tmp``): through 9p
   under emulation, the host's ``/tmp`` (150 000 entries when other runs fill it) took more
   than 5 minutes. virtme-ng binds its ``systemd.fstab`` setting over ``/etc/fstab``; that

@@ -6,10 +6,12 @@ mount of the guest's real system bus.
 
 The question the host's pod e2e cannot answer: does systemd accept that caller's unit writes?
 systemd authorizes ``SetUnitProperties`` by the caller's uid when the bus daemon cannot vouch
-for its capabilities, and the pod's uid is 0: it should. The proof is what systemd re-applies:
-every scope's ``AllowedCPUs`` equals the cpuset the kernel enforces, and stays so across a
-``daemon-reload`` (a unit write refused would have the reload put the shared container back on
-every CPU, pin included).
+for its capabilities, and the pod's uid is 0: it should. The proof is the plugin's own account
+(its ``nri_cpuset_systemd_unit_updates_total`` by outcome, and no warning that it fell back to
+the files only), with every scope's ``AllowedCPUs`` equal to what the kernel enforces across a
+``daemon-reload``. ``AllowedCPUs`` alone proves nothing: runc's systemd driver sets it too when
+the runtime's record follows the plugin's kernel write (the first run of this test passed with
+the guest's system bus missing and every write of the plugin's failed ``no-bus``).
 
 Only one plugin may be registered with a containerd at a time: this module runs before the
 session's ``guest`` (its own containerd and no plugin process) and leaves nothing running.
@@ -18,6 +20,7 @@ session's ``guest`` (its own containerd and no plugin process) and leaves nothin
 from __future__ import annotations
 
 import shutil
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +31,8 @@ import pytest
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd_install import find_installation
 from cpuset_lab.containerd_service import ServiceContainerd
-from cpuset_lab.daemonset.running import RunningPod, start_pod
+from cpuset_lab.daemonset.lab_host import log_messages
+from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, start_pod
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed
@@ -86,6 +90,21 @@ def run_pod(client: KubeletClient, name: str, qos: QosClass, pins: str | None = 
     return client.run_pod(PodSpec(name=name, namespace="default", uid=uid,
                                   cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
                                   annotations={PIN: pins} if pins is not None else {}))
+
+
+def unit_updates(node: PodNode) -> dict[str, float]:
+    """``nri_cpuset_systemd_unit_updates_total`` by outcome, from the pod's metrics port (host
+    network: this guest's loopback)."""
+    port = node.running.probe("readiness").port
+    with urllib.request.urlopen(f"http://{PROBE_HOST}:{port}/metrics", timeout=10 * SCALE) as r:
+        text = r.read().decode()
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("nri_cpuset_systemd_unit_updates_total{"):
+            labels, value = line.rsplit(" ", 1)
+            counts[labels.split('outcome="', 1)[1].split('"', 1)[0]] = float(value)
+    assert counts, f"no nri_cpuset_systemd_unit_updates_total in the pod's metrics:\n{text}"
+    return counts
 
 
 def allowed_not_enforced(client: KubeletClient, containers: list[str]) -> list[str]:
@@ -147,6 +166,13 @@ def test_the_pod_writes_every_scope_through_the_system_bus_with_every_capability
         # What systemd re-applied is what it accepted from the pod: placements unchanged.
         assert placed_right(), describe()
         assert not allowed_not_enforced(client, containers)
+        # The plugin's own writes went through the bus and systemd took them.
+        counts = unit_updates(node)
+        assert counts["set"] >= 1, counts
+        assert not {outcome: n for outcome, n in counts.items() if outcome != "set" and n}, counts
+        fallback = [m for m in log_messages(node.running.log_lines())
+                    if "not updated over D-Bus" in m]
+        assert not fallback, fallback
     finally:
         for pod_id in pods:
             client.stop_pod(pod_id)

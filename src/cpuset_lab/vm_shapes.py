@@ -227,6 +227,6 @@ SHAPES: Final = {shape.name: shape for shape in (
           tests=("test_shape.py", "test_daemonset_pod.py", "test_cold_boot.py",
                  "test_systemd.py", "test_systemd_reload.py")),
 )}
-"""Every shape, by name; ``default`` is the one CI runs."""
+"""Every shape, by name; ``in_ci`` marks the ones CI runs."""
 
 DEFAULT_SHAPE: Final = "default"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cpuset_adapters.cgroupfs import cgroup_version, expand_systemd_path
-from cpuset_core import ContainerUpdate
+from cpuset_core import ContainerUpdate, CPUSet
 from cpuset_core.ports import UpdateOutcome
 
 _log = logging.getLogger("nri_cpuset.kernel")
@@ -42,6 +42,14 @@ PRUNE_FLOOR = 64
 
 PathOf = Callable[[str], str | None]
 """Container id → its cgroup path as the runtime gave it (``None`` when unknown)."""
+Refusal = tuple[ContainerUpdate, str]
+"""An update the kernel refused, and why."""
+
+
+def refusals(refused: Sequence[Refusal]) -> UpdateOutcome:
+    """The outcome of a batch whose ``refused`` updates failed (each named with its reason)."""
+    return UpdateOutcome(failed=tuple(update.container_id for update, _ in refused),
+                         detail="; ".join(f"{update.subject}: {why}" for update, why in refused))
 
 
 class KernelCpusetWriter:
@@ -126,14 +134,32 @@ class KernelCpusetWriter:
     def apply(self, updates: Sequence[ContainerUpdate]) -> UpdateOutcome:
         """Write every update; the outcome lists the containers the kernel refused (their
         files may be half written: cpus without mems — the runtime's update then sets both)."""
-        failed: list[str] = []
-        problems: list[str] = []
+        return refusals(self.refused(updates))
+
+    def refused(self, updates: Sequence[ContainerUpdate]) -> list[Refusal]:
+        """Write every update; the ones the kernel refused, each with why."""
+        refused = []
         for update in updates:
             problem = self._write(update)
             if problem:
-                failed.append(update.container_id)
-                problems.append(f"{update.subject}: {problem}")
-        return UpdateOutcome(failed=tuple(failed), detail="; ".join(problems))
+                refused.append((update, problem))
+        return refused
+
+    def holds(self, update: ContainerUpdate) -> bool:
+        """Whether the container's files hold the update's values already (read back; a
+        file that cannot be read holds nothing)."""
+        path = self._path_of(update.container_id)
+        if not path:
+            return False
+        directory = self.directory(path)
+        wanted = [("cpuset.cpus", update.cpus)]
+        if update.mems is not None:
+            wanted.append(("cpuset.mems", update.mems))
+        try:
+            return all(CPUSet.parse((directory / name).read_text().strip(), allow_empty=True)
+                       == value for name, value in wanted)
+        except (OSError, ValueError):
+            return False
 
     def _write(self, update: ContainerUpdate) -> str:
         path = self._path_of(update.container_id)

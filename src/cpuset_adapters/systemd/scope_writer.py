@@ -18,6 +18,12 @@ every reload reverts the scopes it was not told about; an old systemd is not ask
 What a step could not send (no bus, busy, the connection lost) is sent with the next step
 that reaches systemd, so a unit never keeps a value older than its files for longer than
 systemd stays unreachable. Decision 37.
+
+One container's files the kernel refuses to the plugin in a pod: its own, on cgroup v2 mounted
+with ``nsdelegate`` (as systemd mounts it), where a container's cgroup is its cgroup
+namespace's root. systemd, outside, writes them when it sets the unit; once read back holding
+the value they count as written, so the fast path does not stop at every step that changes the
+shared pool (found running the DaemonSet's pod on the VM lab's systemd shape, issue 33).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf
+from cpuset_adapters.cgroup_writer import KernelCpusetWriter, PathOf, refusals
 from cpuset_adapters.cgroupfs import systemd_unit
 from cpuset_adapters.systemd.bus import UNSENT, BusError
 from cpuset_adapters.systemd.call import UnitCpuset
@@ -41,6 +47,12 @@ REPLY_WAIT = 0.5
 (the runtime's own timeout sets it at Configure: :meth:`SystemdScopeWriter.budget`)."""
 RETRY_AFTER = 60.0
 """Seconds before a bus that failed, or refused for want of permission, is tried again."""
+
+READBACK_TRIES = 5
+READBACK_PAUSE = 0.002
+"""How often, and how far apart in seconds, a file the kernel refused to the plugin is read
+back for the value systemd writes once it has set the unit (:meth:`SystemdScopeWriter.apply`):
+at most 8 ms in a step, and only for such a container."""
 
 BUSY_PAUSE_STEPS = 4
 """After systemd was busy, the bus is left alone for this many step waits (the runtime's request
@@ -98,13 +110,16 @@ class SystemdScopeWriter:
 
     def __init__(self, files: KernelCpusetWriter, path_of: PathOf, bus: ScopeBus, *,
                  count: Count = _no_count, wait: float = REPLY_WAIT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.files = files
         self._path_of = path_of
         self._bus = bus
         self._count = count
         self.wait = wait
         self._clock = clock
+        self._sleep = sleep
+        self._told_written_by_systemd = False
         self.enabled = True
         """``runtime.systemd_units``: off, only the files are written (today's path)."""
         self._failing = ""
@@ -139,12 +154,43 @@ class SystemdScopeWriter:
 
     def apply(self, updates: Sequence[ContainerUpdate]) -> UpdateOutcome:
         """Set the scopes' unit properties, then write every update's files; the outcome is
-        the files' (see :meth:`KernelCpusetWriter.apply`)."""
+        the files' (see :meth:`KernelCpusetWriter.apply`), except that a file refused to the
+        plugin which systemd, having set the unit, wrote itself counts as written."""
+        set_units: set[str] = set()
         if self.enabled and self.files.version == 2:
             requests = self.requests(updates)
             if requests:
-                self._tell_systemd(requests)
-        return self.files.apply(updates)
+                set_units = self._tell_systemd(requests)
+        refused = self.files.refused(updates)
+        if refused and set_units:
+            refused = [(update, why) for update, why in refused
+                       if not (self._unit_of(update) in set_units and self._written_by_systemd(
+                           update, why))]
+        return refusals(refused)
+
+    def _unit_of(self, update: ContainerUpdate) -> str | None:
+        path = self._path_of(update.container_id)
+        return systemd_unit(path) if path else None
+
+    def _written_by_systemd(self, update: ContainerUpdate, why: str) -> bool:
+        """Whether systemd wrote the files the kernel refused to the plugin. The plugin's own
+        container is one: on cgroup v2 mounted with ``nsdelegate`` (systemd mounts it so) a
+        container's cgroup is its cgroup namespace's root, whose files the kernel keeps from
+        the processes inside, and runtimes give every container a cgroup namespace of its
+        own. systemd realizes a unit's new properties just after its reply, so the files are
+        read back a few times, briefly."""
+        for attempt in range(READBACK_TRIES):
+            if self.files.holds(update):
+                if not self._told_written_by_systemd:
+                    self._told_written_by_systemd = True
+                    _log.info("a cgroup the kernel keeps from the plugin (its own container's, "
+                              "as a cgroup namespace's root) is written by systemd from the "
+                              "unit set over D-Bus", extra={"subject": update.subject,
+                                                            "error": why})
+                return True
+            if attempt < READBACK_TRIES - 1:
+                self._sleep(READBACK_PAUSE)
+        return False
 
     def requests(self, updates: Sequence[ContainerUpdate]) -> list[UnitCpuset]:
         """What to set on the units of the updates' containers that are systemd scopes."""
@@ -157,12 +203,13 @@ class SystemdScopeWriter:
             requests.append(UnitCpuset(unit, update.cpus, update.mems))
         return requests
 
-    def _tell_systemd(self, requests: list[UnitCpuset]) -> None:
+    def _tell_systemd(self, requests: list[UnitCpuset]) -> set[str]:
+        """Send ``requests`` (and what earlier steps could not); the units systemd set."""
         unavailable = self._unavailable()
         if unavailable:
             self._count(unavailable, len(requests))
             self._hold(requests, unavailable)
-            return
+            return set()
         # The step's own first (a full window leaves the last ones unsent), then what earlier
         # steps could not send, unless the step has a newer value for that unit.
         own = {request.unit for request in requests}
@@ -173,11 +220,12 @@ class SystemdScopeWriter:
             self._pause(exc.reason)
             self._hold(requests, exc.reason)
             self._fail(exc.reason, exc.detail, len(requests))
-            return
+            return set()
         # Everything went out (answered, or queued in systemd) but what the window left.
         self._pending = {request.unit: request for request in [*requests, *resent]
                          if problems.get(request.unit) == UNSENT}
         self._settle(problems, len(requests) + len(resent), len(resent))
+        return {request.unit for request in requests if request.unit not in problems}
 
     def _pause(self, reason: str) -> None:
         """Leave the bus alone for a while after a failure: a minute when there is no bus; when

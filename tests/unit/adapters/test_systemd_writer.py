@@ -5,6 +5,7 @@ outcome theirs, one warning per episode and a count per container."""
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,10 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from cpuset_adapters import cgroup_writer
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
 from cpuset_adapters.systemd.bus import BusError
 from cpuset_adapters.systemd.call import UnitCpuset
-from cpuset_adapters.systemd.scope_writer import RETRY_AFTER, SystemdScopeWriter, outcome_of
+from cpuset_adapters.systemd.scope_writer import (
+    READBACK_PAUSE,
+    READBACK_TRIES,
+    RETRY_AFTER,
+    SystemdScopeWriter,
+    outcome_of,
+)
 from cpuset_core import CPUSet
 from tests.unit.adapters.test_cgroup_writer import (
     V1_PATH,
@@ -253,3 +261,76 @@ def test_the_daemons_modules_leave_jeepney_unimported_until_a_scope_is_written()
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.strip() == "False"
+
+
+def keep_from_plugin(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """The kernel refuses the plugin every write under ``directory`` (EPERM), as it does for
+    the plugin's own container on cgroup v2 mounted with nsdelegate."""
+    real = cgroup_writer._write_file
+
+    def write(path: str, value: str) -> None:
+        if path.startswith(str(directory)):
+            raise PermissionError(errno.EPERM, "Operation not permitted", path)
+        real(path, value)
+
+    monkeypatch.setattr(cgroup_writer, "_write_file", write)
+
+
+@dataclass
+class SystemdRealizes:
+    """systemd writing a unit's set properties into its cgroup just after its reply: on the
+    ``after``-th pause of the reader (``None``: never)."""
+
+    file: Path
+    value: str
+    after: int | None
+    pauses: list[float] = field(default_factory=list)
+
+    def __call__(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        if len(self.pauses) == self.after:
+            self.file.write_text(self.value + "\n")
+
+
+def test_the_plugins_own_scope_refused_to_it_counts_as_written_once_systemd_wrote_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        ) -> None:
+    directory = v2_tree(tmp_path)
+    keep_from_plugin(monkeypatch, directory)
+    realizes = SystemdRealizes(directory / "cpuset.cpus", "2-15", after=2)
+    writer, counts, _ = build(tmp_path, FakeBus())
+    writer._sleep = realizes
+    with caplog.at_level(logging.INFO, logger="nri_cpuset.kernel"):
+        assert writer.apply([update(cpus="2-15")]).ok
+    assert realizes.pauses == [READBACK_PAUSE] * 2  # read back until systemd got there
+    assert counts.seen == {"set": 1}
+    assert any("written by systemd" in r.getMessage() for r in caplog.records)
+
+
+def test_a_refused_file_systemd_never_writes_is_refused_after_a_bounded_read_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = v2_tree(tmp_path)
+    keep_from_plugin(monkeypatch, directory)
+    realizes = SystemdRealizes(directory / "cpuset.cpus", "2-15", after=None)
+    writer, _, _ = build(tmp_path, FakeBus())
+    writer._sleep = realizes
+    outcome = writer.apply([update(cpus="2-15")])
+    assert outcome.failed == ("c-web",)
+    assert "Operation not permitted" in outcome.detail
+    assert realizes.pauses == [READBACK_PAUSE] * (READBACK_TRIES - 1)
+
+
+@pytest.mark.parametrize("bus", [FakeBus(problems={SCOPE: "org.freedesktop.DBus.Error."
+                                                          "AccessDenied: no"}),
+                                 FakeBus(refuse=BusError("no-bus", "no socket"))],
+                         ids=["unit refused", "no bus"])
+def test_a_refused_file_whose_unit_systemd_did_not_set_is_refused_without_reading_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bus: FakeBus) -> None:
+    directory = v2_tree(tmp_path)
+    keep_from_plugin(monkeypatch, directory)
+    (directory / "cpuset.cpus").write_text("2-15\n")  # even if it held the value already
+    writer, _, _ = build(tmp_path, bus)
+    pauses: list[float] = []
+    writer._sleep = pauses.append
+    assert writer.apply([update(cpus="2-15")]).failed == ("c-web",)
+    assert pauses == []

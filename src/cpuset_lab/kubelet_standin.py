@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from cpuset_adapters.cri.client import CriError
 from cpuset_core import DEFAULT_PIN_ANNOTATION, QoS
+from cpuset_lab.cri_log import cri_log_lines
 from cpuset_lab.image import DEFAULT_ENTRYPOINT
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, cgroup_parent
@@ -85,13 +86,10 @@ def run_pod(cri: KubeletClient, pod: dict[str, Any], *, driver: str,
 
 def first_words(log: Path) -> dict[str, str]:
     """What a container's first instruction wrote (``Cpus_allowed_list`` → ``0-3``), read
-    from its CRI log (``<time> stdout F <line>``)."""
+    from its CRI log."""
     found = {}
-    for line in log.read_text().splitlines():
-        parts = line.split(" ", 3)
-        if len(parts) < 4:
-            continue
-        key, _, value = parts[3].partition(":")
+    for line in cri_log_lines(log):
+        key, _, value = line.partition(":")
         if key in ("Cpus_allowed_list", "Mems_allowed_list"):
             found[key] = value.strip()
     return found

@@ -70,28 +70,6 @@ def lab_node(lab: LabContainerd, root: Path, *, image: str,
                    cgroup_driver="systemd" if lab.config.systemd_cgroup else "cgroupfs")
 
 
-def cri_log_lines(path: Path) -> list[str]:
-    """The container's output lines from a CRI log file (``<time> <stream> <P|F> <text>``;
-    partial ``P`` records joined to the line they start)."""
-    try:
-        raw = path.read_text(errors="replace")
-    except FileNotFoundError:
-        return []
-    lines: list[str] = []
-    partial = ""
-    for record in raw.splitlines():
-        parts = record.split(" ", 3)
-        if len(parts) < 3:
-            continue
-        text = parts[3] if len(parts) == 4 else ""
-        if parts[2] == "P":
-            partial += text
-            continue
-        lines.append(partial + text)
-        partial = ""
-    return lines
-
-
 def log_messages(lines: list[str]) -> list[str]:
     """The ``event`` of every JSON log line (the plugin's message as written), else the line."""
     messages = []

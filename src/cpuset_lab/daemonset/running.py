@@ -22,7 +22,7 @@ from pathlib import Path
 from cpuset_adapters.cri.client import CriError
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import ContainerStatus
-from cpuset_lab.daemonset.lab_host import cri_log_lines
+from cpuset_lab.cri_log import cri_log_lines
 from cpuset_lab.daemonset.pod import DaemonSetPod
 from cpuset_lab.daemonset.probes import Probe
 from cpuset_lab.kubelet import KubeletClient

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.cri_log import cri_log_lines
 from cpuset_lab.daemonset import Probe, translate
 from cpuset_lab.daemonset.lab_host import (
     CPU_MANAGER_NONE,
     container_memory,
-    cri_log_lines,
     lab_host_paths,
     lab_node,
     log_messages,

@@ -211,9 +211,12 @@ def test_a_first_call_systemd_holds_unread_on_its_private_socket_is_woken_by_a_p
         started = time.monotonic()
         assert bus.connect(5) == "252.39-1~deb12u2"
         assert NUDGE_EVERY <= time.monotonic() - started < 2 * NUDGE_EVERY + 0.5
-        assert (bus.nudges, private.pings) == (1, 1)
+        assert bus.nudges == 1
         assert bus.set_cpusets(requests(2), wait=5) == {}  # no reply to the Ping in the way
         assert len(private.calls) == 2
+        # The peer answered the held call before it read the Ping behind it; by the time the
+        # later calls are answered it has read it.
+        assert private.pings == 1
     finally:
         private.close()
 

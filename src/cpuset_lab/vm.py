@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
 from cpuset_lab.containerd_install import runtime_named
+from cpuset_lab.daemonset.image_archive import archive_path, newer_sources
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
@@ -238,14 +239,15 @@ def _read_text(path: Path) -> str:
 
 
 def ensure_image() -> None:
-    """Build the plugin's image (``scripts/build-image``) unless its archive is there: a
-    shape's guest runs the DaemonSet's pod from it and cannot build anything itself."""
-    printed = subprocess.run(["bash", str(REPO / "scripts/build-image"), "--print"],  # noqa: S603,S607
-                             check=True, capture_output=True, text=True, cwd=REPO).stdout
-    archive = REPO / dict(line.split("=", 1) for line in printed.splitlines())["archive"]
-    if archive.is_file():
+    """Build the plugin's image (``scripts/build-image``) unless its archive is there and
+    newer than its sources: a shape's guest runs the DaemonSet's pod from it and cannot build
+    anything itself."""
+    archive = archive_path(REPO)
+    changed = newer_sources(archive, REPO)
+    if not changed:
         return
-    print(f"== VM lab: {archive.name} is missing: bash scripts/build-image", flush=True)
+    why = "missing" if not archive.is_file() else f"older than {changed[0].relative_to(REPO)}"
+    print(f"== VM lab: {archive.name} is {why}: bash scripts/build-image", flush=True)
     subprocess.run(["bash", str(REPO / "scripts/build-image")], check=True, cwd=REPO)  # noqa: S603,S607
 
 

@@ -10,10 +10,7 @@ too): they drive ``lab.client()`` and remove their own pods.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from cpuset_adapters.cgroupfs import cgroup_dir
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.daemonset import DaemonSetPod, translate
+from cpuset_lab.daemonset.image_archive import archive_image_name, archive_path, newer_sources
 from cpuset_lab.daemonset.lab_host import lab_host_paths, lab_node, log_messages, render
 from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, probe_status
 from cpuset_lab.kubelet import KubeletClient
@@ -36,30 +34,15 @@ REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
 KERNEL_FIRST = "other containers' cpuset updates: kernel first"
 
 
-def archive_path() -> Path:
-    """The OCI archive ``bash scripts/build-image`` leaves (its ``--print`` names it)."""
-    printed = subprocess.run(["bash", str(ROOT / "scripts/build-image"), "--print"],
-                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    fields = dict(line.split("=", 1) for line in printed.splitlines() if "=" in line)
-    return ROOT / fields["archive"]
-
-
-def archive_image_name(archive: Path) -> str:
-    """The image's name as the archive's index records it (``ctr images import`` keeps it)."""
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile("index.json")
-        assert member is not None
-        index: dict[str, Any] = json.load(member)
-    name: str = index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
-    return name
-
-
 def import_daemonset_image(lab: LabContainerd) -> str:
     """The plugin's image in the lab's containerd (imported once); its name. Without the
     archive: skipped, or failed under ``NRI_CPUSET_E2E_REQUIRED=1``."""
-    archive = archive_path()
-    if not archive.is_file():
-        message = (f"the plugin's image {archive} is missing: run `bash scripts/build-image` "
+    archive = archive_path(ROOT)
+    changed = newer_sources(archive, ROOT)
+    if changed:
+        state = ("missing" if not archive.is_file()
+                 else f"older than {changed[0].relative_to(ROOT)}: the pod would run an old plugin")
+        message = (f"the plugin's image {archive} is {state}; run `bash scripts/build-image` "
                    "first (root, podman)")
         if REQUIRED:
             pytest.fail(f"NRI_CPUSET_E2E_REQUIRED=1 but {message}", pytrace=False)

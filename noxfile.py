@@ -6,6 +6,8 @@ dist, e2e (containerd 1.7) and e2e-2x (containerd 2.x).
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.sessions = ["lint", "typecheck", "tests"]
@@ -124,7 +126,8 @@ def proto(session: nox.Session) -> None:
 POD_TESTS = ["tests/e2e/test_daemonset_pod.py", "tests/e2e/test_daemonset_pod_plants.py"]
 
 
-def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = None) -> None:
+def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = None,
+            env: dict[str, str] | None = None) -> None:
     """The e2e suite against the lab's containerd ``runtime`` (cpuset_lab.containerd_install
     .RUNTIMES), which is installed first; tests whose expectations differ ask ``lab.runtime``.
     Without ``tests``: tests/e2e but the DaemonSet's pod (``e2e-pod``)."""
@@ -132,7 +135,7 @@ def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = Non
     install_dev(session, extras="[test]")
     selection = tests or ["tests/e2e", *(f"--ignore={path}" for path in POD_TESTS)]
     session.run("pytest", *selection, "-p", "no:cacheprovider", *session.posargs,
-                env={"NRI_CPUSET_E2E_REQUIRED": "1", "NRI_CPUSET_RUNTIME": runtime})
+                env={"NRI_CPUSET_E2E_REQUIRED": "1", "NRI_CPUSET_RUNTIME": runtime, **(env or {})})
 
 
 @nox.session(python=PYTHON)
@@ -144,8 +147,10 @@ def e2e(session: nox.Session) -> None:
 @nox.session(name="e2e-2x", python=PYTHON)
 def e2e_2x(session: nox.Session) -> None:
     """The same suite against a real containerd 2.1.x with NRI v0.12 (needs root; installs it
-    first)."""
-    run_e2e(session, "2.x")
+    first); the mid-burst race repeated 5 times instead of 20 (NRI_CPUSET_BURST_REPEATS sets
+    it), the 1.7 session's 20 being the search for it: half of this session's time went there."""
+    run_e2e(session, "2.x", env={"NRI_CPUSET_BURST_REPEATS":
+                                 os.environ.get("NRI_CPUSET_BURST_REPEATS", "5")})
 
 
 @nox.session(name="e2e-pod", python=PYTHON)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
 from cpuset_lab.containerd_install import runtime_named
-from cpuset_lab.daemonset.image_archive import archive_path, newer_sources
+from cpuset_lab.daemonset.image_archive import archive_path, stale
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
@@ -243,10 +243,9 @@ def ensure_image() -> None:
     newer than its sources: a shape's guest runs the DaemonSet's pod from it and cannot build
     anything itself."""
     archive = archive_path(REPO)
-    changed = newer_sources(archive, REPO)
-    if not changed:
+    why = stale(archive, REPO)
+    if not why:
         return
-    why = "missing" if not archive.is_file() else f"older than {changed[0].relative_to(REPO)}"
     print(f"== VM lab: {archive.name} is {why}: bash scripts/build-image", flush=True)
     subprocess.run(["bash", str(REPO / "scripts/build-image")], check=True, cwd=REPO)  # noqa: S603,S607
 

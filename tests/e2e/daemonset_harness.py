@@ -22,7 +22,7 @@ from cpuset_adapters.cgroupfs import cgroup_dir
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.daemonset import DaemonSetPod, translate
-from cpuset_lab.daemonset.image_archive import archive_image_name, archive_path, newer_sources
+from cpuset_lab.daemonset.image_archive import archive_image_name, archive_path, stale
 from cpuset_lab.daemonset.lab_host import lab_host_paths, lab_node, log_messages, render
 from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, probe_status
 from cpuset_lab.kubelet import KubeletClient
@@ -38,10 +38,8 @@ def import_daemonset_image(lab: LabContainerd) -> str:
     """The plugin's image in the lab's containerd (imported once); its name. Without the
     archive: skipped, or failed under ``NRI_CPUSET_E2E_REQUIRED=1``."""
     archive = archive_path(ROOT)
-    changed = newer_sources(archive, ROOT)
-    if changed:
-        state = ("missing" if not archive.is_file()
-                 else f"older than {changed[0].relative_to(ROOT)}: the pod would run an old plugin")
+    state = stale(archive, ROOT)
+    if state:
         message = (f"the plugin's image {archive} is {state}; run `bash scripts/build-image` "
                    "first (root, podman)")
         if REQUIRED:

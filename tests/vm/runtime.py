@@ -125,6 +125,17 @@ class Plugin:
         return code
 
 
+def run_pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
+            namespace: str = "default", annotations: Mapping[str, str] | None = None) -> str:
+    """A pod sandbox as the kubelet of this guest's cgroup driver runs it (``pins``: the
+    annotation); its id."""
+    uid = str(uuid.uuid4())
+    return cri.run_pod(PodSpec(
+        name=name, namespace=namespace, uid=uid,
+        cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
+        annotations={**(annotations or {}), **({PIN: pins} if pins is not None else {})}))
+
+
 @dataclass
 class Guest:
     """containerd, the plugin and a session-long shared pod (``web/app``)."""
@@ -164,11 +175,8 @@ class Guest:
 
     def run_pod(self, name: str, qos: QosClass, *, pins: str | None = None,
                 namespace: str = "default", annotations: Mapping[str, str] | None = None) -> str:
-        uid = str(uuid.uuid4())
-        return self.cri.run_pod(PodSpec(
-            name=name, namespace=namespace, uid=uid,
-            cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
-            annotations={**(annotations or {}), **({PIN: pins} if pins is not None else {})}))
+        return run_pod(self.cri, name, qos, pins=pins, namespace=namespace,
+                       annotations=annotations)
 
     def state(self) -> dict[str, Any]:
         """The plugin's state. A read that fails is tried again for up to 30 s (scaled): under

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import shutil
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +33,11 @@ from cpuset_lab.containerd_service import ServiceContainerd
 from cpuset_lab.daemonset.lab_host import log_messages
 from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, start_pod
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
+from cpuset_lab.pod_spec import QosClass
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.e2e.daemonset_harness import import_daemonset_image, translated, wait_for_message
 from tests.vm import kernel, units
-from tests.vm.runtime import DRIVER, PIN, RESULTS, SCALE, WORK, wait_until
+from tests.vm.runtime import DRIVER, RESULTS, SCALE, WORK, run_pod, wait_until
 
 pytestmark = pytest.mark.skipif(DRIVER != "systemd", reason="the systemd shape's question")
 
@@ -83,13 +82,6 @@ def node() -> Iterator[PodNode]:
             lab.close()
             if lab.config.log_path.exists():
                 shutil.copy(lab.config.log_path, RESULTS / "containerd-pod.log")
-
-
-def run_pod(client: KubeletClient, name: str, qos: QosClass, pins: str | None = None) -> str:
-    uid = str(uuid.uuid4())
-    return client.run_pod(PodSpec(name=name, namespace="default", uid=uid,
-                                  cgroup_parent=cgroup_parent(qos, uid, driver=DRIVER),
-                                  annotations={PIN: pins} if pins is not None else {}))
 
 
 def unit_updates(node: PodNode) -> dict[str, float]:

@@ -196,8 +196,7 @@ class SystemdScopeWriter:
         """What to set on the units of the updates' containers that are systemd scopes."""
         requests = []
         for update in updates:
-            path = self._path_of(update.container_id)
-            unit = systemd_unit(path) if path else None
+            unit = self._unit_of(update)
             if unit is None or not update.cpus:
                 continue
             requests.append(UnitCpuset(unit, update.cpus, update.mems))

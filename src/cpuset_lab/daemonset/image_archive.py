@@ -43,6 +43,15 @@ def newer_sources(archive: Path, repo: Path) -> list[Path]:
     return [path for path in _sources(repo) if path.stat().st_mtime > built]
 
 
+def stale(archive: Path, repo: Path) -> str:
+    """Why ``archive`` cannot be run as the plugin of ``repo`` (``""``: it can)."""
+    changed = newer_sources(archive, repo)
+    if not changed:
+        return ""
+    return ("missing" if not archive.is_file()
+            else f"older than {changed[0].relative_to(repo)}: it would run an old plugin")
+
+
 def _sources(repo: Path) -> Iterator[Path]:
     for name in BUILT_FROM:
         path = repo / name

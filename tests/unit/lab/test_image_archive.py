@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cpuset_lab.daemonset.image_archive import archive_path, newer_sources
+from cpuset_lab.daemonset.image_archive import archive_path, newer_sources, stale
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -26,10 +26,12 @@ def test_an_archive_newer_than_every_source_is_current_and_a_missing_one_is_not(
     repo = checkout(tmp_path)
     archive = repo / "build/image/nri-cpuset.oci.tar"
     assert len(newer_sources(archive, repo)) == 5  # no archive: every source, no bytecode
+    assert stale(archive, repo) == "missing"
     archive.parent.mkdir(parents=True)
     archive.write_text("oci")
     os.utime(archive, (2000, 2000))
     assert newer_sources(archive, repo) == []
+    assert stale(archive, repo) == ""
 
 
 def test_a_source_changed_after_the_build_makes_the_archive_stale(tmp_path: Path) -> None:
@@ -44,6 +46,7 @@ def test_a_source_changed_after_the_build_makes_the_archive_stale(tmp_path: Path
     info.parent.mkdir()
     info.write_text("Name: cpuset-core")
     assert newer_sources(archive, repo) == [repo / "src/cpuset_core/engine.py"]
+    assert stale(archive, repo).startswith("older than src/cpuset_core/engine.py")
 
 
 def test_the_archive_is_where_build_image_says() -> None:

@@ -47,7 +47,7 @@ def tests(session: nox.Session) -> None:
     grpcio-tools is installed so the generated-protobuf staleness test runs, never skips."""
     install_dev(session, extras="[test,proto]")
     session.run("pytest", "tests/unit", "tests/contract", "--cov", "--cov-report=term",
-                *session.posargs)
+                "--durations=15", *session.posargs)
     session.run("coverage", "report", "--include=src/cpuset_core/*", "--fail-under=95",
                 "--skip-covered")
 
@@ -134,23 +134,29 @@ def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = Non
     session.run("bash", "scripts/install-containerd", "--runtime", runtime, external=True)
     install_dev(session, extras="[test]")
     selection = tests or ["tests/e2e", *(f"--ignore={path}" for path in POD_TESTS)]
-    session.run("pytest", *selection, "-p", "no:cacheprovider", *session.posargs,
+    session.run("pytest", *selection, "-p", "no:cacheprovider", "--durations=15", *session.posargs,
                 env={"NRI_CPUSET_E2E_REQUIRED": "1", "NRI_CPUSET_RUNTIME": runtime, **(env or {})})
+
+
+def burst_repeats(default: int) -> dict[str, str]:
+    """How many times the mid-burst race runs (tests/e2e/test_verified.py; ~10 s each):
+    ``NRI_CPUSET_BURST_REPEATS`` when set, else ``default``."""
+    return {"NRI_CPUSET_BURST_REPEATS": os.environ.get("NRI_CPUSET_BURST_REPEATS", str(default))}
 
 
 @nox.session(python=PYTHON)
 def e2e(session: nox.Session) -> None:
-    """Against a real containerd 1.7.24 with NRI v0.6.1 (needs root; installs it first)."""
-    run_e2e(session, "1.7")
+    """Against a real containerd 1.7.24 with NRI v0.6.1 (needs root; installs it first); the
+    mid-burst race 10 times (the search for it: ``NRI_CPUSET_BURST_REPEATS=50`` for a longer
+    one)."""
+    run_e2e(session, "1.7", env=burst_repeats(10))
 
 
 @nox.session(name="e2e-2x", python=PYTHON)
 def e2e_2x(session: nox.Session) -> None:
     """The same suite against a real containerd 2.1.x with NRI v0.12 (needs root; installs it
-    first); the mid-burst race repeated 5 times instead of 20 (NRI_CPUSET_BURST_REPEATS sets
-    it), the 1.7 session's 20 being the search for it: half of this session's time went there."""
-    run_e2e(session, "2.x", env={"NRI_CPUSET_BURST_REPEATS":
-                                 os.environ.get("NRI_CPUSET_BURST_REPEATS", "5")})
+    first); the mid-burst race 5 times."""
+    run_e2e(session, "2.x", env=burst_repeats(5))
 
 
 @nox.session(name="e2e-pod", python=PYTHON)

@@ -13,13 +13,15 @@ the files only), with every scope's ``AllowedCPUs`` equal to what the kernel enf
 the runtime's record follows the plugin's kernel write (the first run of this test passed with
 the guest's system bus missing and every write of the plugin's failed ``no-bus``).
 
-Only one plugin may be registered with a containerd at a time: this module runs before the
-session's ``guest`` (its own containerd and no plugin process) and leaves nothing running.
+Only one plugin may be registered with a containerd at a time: this module runs last in the
+shape and takes over the session's ``guest``: its plugin process is stopped (SIGTERM, exit 0)
+and the pod's plugin registers with the same containerd, rebuilding its state from what runs
+there (the session's ``web/app`` included). A containerd of its own cost the module a start
+and an image import under emulation, for nothing the test needs.
 """
 
 from __future__ import annotations
 
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,8 +30,6 @@ from pathlib import Path
 import pytest
 
 from cpuset_core.cpuset import CPUSet
-from cpuset_lab.containerd_install import find_installation
-from cpuset_lab.containerd_service import ServiceContainerd
 from cpuset_lab.daemonset.lab_host import log_messages
 from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, start_pod
 from cpuset_lab.kubelet import KubeletClient
@@ -37,7 +37,7 @@ from cpuset_lab.pod_spec import QosClass
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.e2e.daemonset_harness import import_daemonset_image, translated, wait_for_message
 from tests.vm import kernel, units
-from tests.vm.runtime import DRIVER, RESULTS, SCALE, WORK, run_pod, wait_until
+from tests.vm.runtime import DRIVER, RESULTS, SCALE, WORK, Guest, run_pod, wait_until
 
 pytestmark = pytest.mark.skipif(DRIVER != "systemd", reason="the systemd shape's question")
 
@@ -46,42 +46,30 @@ SYSTEM_BUS = Path("/run/dbus")
 
 @dataclass(slots=True)
 class PodNode:
-    lab: ServiceContainerd
+    guest: Guest
     client: KubeletClient
     running: RunningPod
     ready_seconds: float
 
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[PodNode]:
-    lab = ServiceContainerd(WORK / "containerd-pod", installation=find_installation(),
-                            start_timeout=40 * SCALE, request_timeout=f"{max(2, int(SCALE))}s",
-                            registration_timeout=f"{int(5 * SCALE)}s")
+def node(guest: Guest) -> Iterator[PodNode]:
+    code = guest.plugin.stop()
+    assert code == 0, f"the session's plugin exited with {code}\n{guest.plugin.tail()}"
     root = WORK / "daemonset"
     running: RunningPod | None = None
     try:
-        lab.start()
-        lab.import_image()  # the workloads' image
-        client = lab.client()
-        client.timeout = 60 * SCALE
-        image = import_daemonset_image(lab)
+        image = import_daemonset_image(guest.lab)
         # The node's own system bus, as the manifest mounts it (the lab's default is a
         # directory of the test's: a host without systemd).
-        daemonset = translated(lab, root, image, host_paths={"/run/dbus": SYSTEM_BUS})
-        running = start_pod(client, daemonset)
+        daemonset = translated(guest.lab, root, image, host_paths={"/run/dbus": SYSTEM_BUS})
+        running = start_pod(guest.cri, daemonset)
         ready = running.wait_ready(timeout=120 * SCALE)
-        yield PodNode(lab=lab, client=client, running=running, ready_seconds=ready)
+        yield PodNode(guest=guest, client=guest.cri, running=running, ready_seconds=ready)
     finally:
         if running is not None:
             (RESULTS / "daemonset-pod.log").write_text("\n".join(running.log_lines()) + "\n")
             running.stop()
-        try:
-            if lab.running:
-                lab.cleanup()
-        finally:
-            lab.close()
-            if lab.config.log_path.exists():
-                shutil.copy(lab.config.log_path, RESULTS / "containerd-pod.log")
 
 
 def unit_updates(node: PodNode) -> dict[str, float]:
@@ -99,22 +87,9 @@ def unit_updates(node: PodNode) -> dict[str, float]:
     return counts
 
 
-def allowed_not_enforced(client: KubeletClient, containers: list[str]) -> list[str]:
-    """Containers whose scope's ``AllowedCPUs`` (what systemd re-applies) is not the cpuset
-    the kernel enforces."""
-    allowed = units.allowed_cpus_of([units.scope(cid) for cid in containers])
-    wrong = []
-    for cid in containers:
-        enforced = kernel.placement(client, cid).cpus
-        if allowed[units.scope(cid)] != enforced:
-            wrong.append(f"{cid[:12]}: AllowedCPUs {allowed[units.scope(cid)]}, "
-                         f"enforced {enforced}")
-    return wrong
-
-
 def test_the_pod_writes_every_scope_through_the_system_bus_with_every_capability_dropped(
         node: PodNode, capsys: pytest.CaptureFixture[str]) -> None:
-    client, lab = node.client, node.lab
+    client, lab = node.client, node.guest.lab
     status = node.running.status()
     assert status.pid is not None
     with Path(f"/proc/{status.pid}/status").open() as proc:
@@ -138,12 +113,13 @@ def test_the_pod_writes_every_scope_through_the_system_bus_with_every_capability
         io = client.run_container(pods[1], "app", lab.image,
                                   resources=container_resources(cpu_request="100m"))
         db = client.run_container(pods[2], "app", lab.image, resources=guaranteed(2, "64Mi"))
-        containers = [web, io, db, node.running.container_id]
-
         # The plugin's own container is a shared one too: its cgroup, its cgroup namespace's
-        # root, is one the kernel keeps from it (nsdelegate), and systemd writes it.
+        # root, is one the kernel keeps from it (nsdelegate), and systemd writes it. The
+        # session's web/app ran before the pod's plugin did.
         own = node.running.container_id
-        shared = [web, own]
+        shared = [web, own, node.guest.web]
+        containers = [("web", web), ("the plugin", own), ("the session's web", node.guest.web),
+                      ("io", io), ("db", db)]
 
         def placed_right() -> bool:
             exclusive = kernel.placement(client, db).cpus
@@ -153,17 +129,18 @@ def test_the_pod_writes_every_scope_through_the_system_bus_with_every_capability
                             for cid in shared))
 
         def describe() -> str:
-            return "\n".join(f"{name}: {kernel.placement(client, cid).cpus}" for name, cid in
-                             (("web", web), ("the plugin", own), ("io", io), ("db", db)))
+            return "\n".join(f"{name}: {kernel.placement(client, cid).cpus}"
+                             for name, cid in containers)
 
         wait_until(placed_right, lambda: f"the pod's placements\n{describe()}", 30 * SCALE)
-        wait_until(lambda: not allowed_not_enforced(client, containers),
+        wait_until(lambda: not units.allowed_not_enforced(client, containers),
                    lambda: "every scope's AllowedCPUs written through D-Bus\n"
-                           + "\n".join(allowed_not_enforced(client, containers)), 30 * SCALE)
+                           + "\n".join(units.allowed_not_enforced(client, containers)),
+                   30 * SCALE)
         units.systemctl("daemon-reload")
         # What systemd re-applied is what it accepted from the pod: placements unchanged.
         assert placed_right(), describe()
-        assert not allowed_not_enforced(client, containers)
+        assert not units.allowed_not_enforced(client, containers)
         # The plugin's own writes went through the bus and systemd took them.
         counts = unit_updates(node)
         assert counts["set"] >= 1, counts

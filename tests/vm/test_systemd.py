@@ -66,16 +66,9 @@ def placed(guest: Guest) -> Iterator[Placed]:
 
 
 def allowed_is_enforced(guest: Guest) -> list[str]:
-    """Containers whose scope's ``AllowedCPUs`` (what systemd re-applies) is not what the
-    kernel enforces."""
-    wrong = []
-    for entry in guest.state()["containers"]:
-        enforced = kernel.placement(guest.cri, entry["id"]).cpus
-        allowed = units.allowed_cpus(units.scope(entry["id"]))
-        if allowed != enforced:
-            wrong.append(f"{entry['subject']}: AllowedCPUs {allowed}, enforced {enforced}\n"
-                         + units.describe(guest.cri, entry["id"]))
-    return wrong
+    """The plugin's containers whose scope's ``AllowedCPUs`` is not what the kernel enforces."""
+    return units.allowed_not_enforced(
+        guest.cri, [(entry["subject"], entry["id"]) for entry in guest.state()["containers"]])
 
 
 def wait_right(guest: Guest, why: str, *also: str) -> None:

@@ -5,10 +5,12 @@ without the product's path expansion so a misreading there cannot agree with its
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.kubelet import KubeletClient
+from tests.vm import kernel
 
 CGROUP = Path("/sys/fs/cgroup")
 
@@ -42,12 +44,6 @@ def process_cgroup(pid: int) -> str:
     raise AssertionError(f"pid {pid} is in no cgroup v2 cgroup")
 
 
-def allowed_cpus(unit: str) -> CPUSet:
-    """The unit's ``AllowedCPUs`` (empty: not set, the cgroup inherits)."""
-    text = systemctl("show", "--property=AllowedCPUs", "--value", unit).strip()
-    return CPUSet.parse(text.replace(" ", ","), allow_empty=True)
-
-
 def allowed_cpus_of(units: list[str]) -> dict[str, CPUSet]:
     """Every unit's ``AllowedCPUs`` from one ``systemctl show`` (one process: under emulation
     a ``systemctl`` start costs a good part of a second)."""
@@ -58,6 +54,22 @@ def allowed_cpus_of(units: list[str]) -> dict[str, CPUSet]:
         allowed[fields["Id"]] = CPUSet.parse(fields.get("AllowedCPUs", "").replace(" ", ","),
                                              allow_empty=True)
     return allowed
+
+
+def allowed_not_enforced(cri: KubeletClient,
+                         containers: Sequence[tuple[str, str]]) -> list[str]:
+    """Of ``containers`` (name, id), those whose scope's ``AllowedCPUs`` (what systemd
+    re-applies) is not the cpuset the kernel enforces, each described."""
+    if not containers:
+        return []  # `systemctl show` without a unit shows the manager's own properties
+    allowed = allowed_cpus_of([scope(cid) for _, cid in containers])
+    wrong = []
+    for name, cid in containers:
+        enforced = kernel.placement(cri, cid).cpus
+        if allowed[scope(cid)] != enforced:
+            wrong.append(f"{name}: AllowedCPUs {allowed[scope(cid)]}, enforced {enforced}\n"
+                         + describe(cri, cid))
+    return wrong
 
 
 def describe(cri: KubeletClient, container_id: str) -> str:

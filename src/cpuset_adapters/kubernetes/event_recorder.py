@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from cpuset_adapters.kubernetes.api_client import ApiError, Created
@@ -37,8 +37,10 @@ WINDOW: Final = 360.0
 ``finishTime``: 6 minutes)."""
 BACKOFF_FIRST: Final = 1.0
 BACKOFF_MAX: Final = 60.0
-PERMANENT: Final = frozenset({"invalid", "error"})
-"""Failure reasons no retry can mend: the server refused the event itself (422, other 4xx)."""
+PERMANENT: Final = frozenset({"invalid", "error", "not-found"})
+"""Failure reasons no retry can mend: the server refused the event itself (422, other 4xx), or
+its namespace is gone (404 to a creation; a series whose event is gone is created again)."""
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 _log = logging.getLogger(__name__)
 
@@ -67,14 +69,14 @@ class RecorderCounts:
 @dataclass(frozen=True, slots=True)
 class _Pending:
     event: PlacementEvent
-    at: float  # seconds since the epoch, when it was recorded
+    at: int  # microseconds since the epoch, when it was recorded: unique, increasing
 
 
 @dataclass(slots=True)
 class _Series:
     created: dict[str, Any]  # the event as created: created again if it is gone
     count: int
-    last: float
+    last: int  # microseconds since the epoch
 
 
 class _Abandon(Exception):  # noqa: N818 - a signal inside this module, not an error type
@@ -102,6 +104,8 @@ class EventRecorder:
         self._queue: deque[_Pending] = deque()
         self._busy = False  # the head is being sent
         self._overflowing = False  # dropped since the queue was last empty
+        self._last_at = 0
+        self._abandoned_reasons: set[str] = set()
         self._series: dict[tuple[str, str, str], _Series] = {}
         self._counts = {"sent": 0, "aggregated": 0, "dropped": 0, "abandoned": 0}
         self._failed: dict[str, int] = {}
@@ -119,7 +123,11 @@ class EventRecorder:
                 self._queue.popleft()
                 self._counts["dropped"] += 1
                 first_drop, self._overflowing = not self._overflowing, True
-            self._queue.append(_Pending(event, self._clock()))
+            # The event's name is the pod's and this time's: two events of one pod recorded
+            # within a microsecond must still differ, or the second would find the first's name
+            # taken and be lost.
+            self._last_at = max(int(self._clock() * 1_000_000), self._last_at + 1)
+            self._queue.append(_Pending(event, self._last_at))
             self._lock.notify_all()
         if first_drop:  # once until the queue has emptied again
             _log.warning("event queue full (%d): dropping the oldest events", self._capacity)
@@ -184,25 +192,21 @@ class EventRecorder:
         try:
             outcome = self._deliver(head)
         except _Abandon as exc:
-            _log.error("event %s/%s abandoned (%s): %s", head.event.regarding.name,
-                       head.event.reason, exc.reason, exc.detail)
-            self._finish(head, "abandoned", failed=exc.reason)
+            self._abandon(head, exc.reason, exc.detail)
         except ApiError as exc:
             if exc.reason in PERMANENT:
-                _log.error("event %s/%s refused by the API server (%s): %s",
-                           head.event.regarding.name, head.event.reason, exc.reason, exc.detail)
-                self._finish(head, "abandoned", failed=exc.reason)
-                return
-            self._failed_attempt(exc)
+                self._abandon(head, exc.reason, exc.detail)
+            else:
+                self._failed_attempt(exc)
         else:
             self._finish(head, outcome)
             self._recovered()
 
     def _deliver(self, pending: _Pending) -> str:
         """Create the event, or extend its series; return which (the counter's name)."""
-        key, at = pending.event.key, datetime.fromtimestamp(pending.at, UTC)
+        key, at = pending.event.key, _EPOCH + timedelta(microseconds=pending.at)
         series = self._series.get(key)
-        if series is not None and pending.at - series.last <= self._window:
+        if series is not None and pending.at - series.last <= self._window * 1_000_000:
             patch = series_patch(count=series.count + 1, last_observed=at)
             metadata = series.created["metadata"]
             try:
@@ -230,6 +234,14 @@ class EventRecorder:
             if failed is not None:
                 self._failed[failed] = self._failed.get(failed, 0) + 1
 
+    def _abandon(self, head: _Pending, reason: str, detail: str) -> None:
+        # A defect repeats for every event alike: said once per reason, then at debug.
+        level = logging.DEBUG if reason in self._abandoned_reasons else logging.ERROR
+        self._abandoned_reasons.add(reason)
+        _log.log(level, "event %s %s abandoned (%s): %s", head.event.regarding.name,
+                 head.event.reason, reason, detail)
+        self._finish(head, "abandoned", failed=reason)
+
     def _failed_attempt(self, exc: ApiError) -> None:
         with self._lock:
             self._failed[exc.reason] = self._failed.get(exc.reason, 0) + 1
@@ -253,6 +265,6 @@ class EventRecorder:
         # A series ends WINDOW after its last occurrence; forgetting it bounds the memory to
         # what happened within the window.
         expired = [key for key, series in self._series.items()
-                   if now - series.last > self._window]
+                   if now * 1_000_000 - series.last > self._window * 1_000_000]
         for key in expired:
             del self._series[key]

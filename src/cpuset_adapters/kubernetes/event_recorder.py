@@ -163,7 +163,8 @@ class EventRecorder:
 
     def step(self) -> bool:
         """Do the worker's next piece of work: wait out a back-off, or send the oldest queued
-        event. Return False when there was nothing to do."""
+        event. Return False when there was nothing to do. Called by the worker thread only,
+        or by a test in its place (never both: the series and the back-off are the worker's)."""
         with self._lock:
             if not self._queue:
                 return False

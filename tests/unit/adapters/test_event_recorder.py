@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from cpuset_adapters.kubernetes.api_client import EventsApi
+from cpuset_adapters.kubernetes.api_client import Created, EventsApi
 from cpuset_adapters.kubernetes.credentials import Endpoint
 from cpuset_adapters.kubernetes.event_object import PlacementEvent, container
 from cpuset_adapters.kubernetes.event_recorder import EventRecorder
@@ -250,3 +251,34 @@ def test_the_worker_thread_delivers_what_is_recorded(api: FakeApi) -> None:
         recorder.stop()
     assert api.methods() == ["POST", "PATCH", "PATCH"]
     assert the_series(api) == [("cpus 2-3", 3)]
+
+
+class RecordingWhileSending:
+    """A sink that, while the first event is being sent, has three more recorded: the queue
+    (capacity 2) drops the one in flight and the next."""
+
+    def __init__(self) -> None:
+        self.recorder: EventRecorder | None = None
+        self.created: list[str] = []
+
+    def create(self, event: dict[str, Any]) -> Created:
+        if not self.created and self.recorder is not None:
+            for name in ("b", "c", "d"):
+                self.recorder.record(placed(container_name=name, note=name))
+        self.created.append(event["note"])
+        return "created"
+
+    def patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        raise AssertionError("no repeats here")
+
+
+def test_an_event_dropped_while_in_flight_does_not_take_the_next_one_with_it(
+        clock: FakeClock) -> None:
+    sink = RecordingWhileSending()
+    recorder = sink.recorder = EventRecorder(sink, instance="node-a", capacity=2, clock=clock,
+                                             wait=clock.wait)
+    recorder.record(placed(container_name="a", note="a"))
+    run_until_idle(recorder)
+    # "a" was sent, then dropped from the queue with "b"; "c" and "d" are still sent.
+    assert sink.created == ["a", "c", "d"]
+    assert (recorder.counts().sent, recorder.counts().dropped) == (3, 2)

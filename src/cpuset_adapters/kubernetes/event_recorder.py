@@ -199,6 +199,8 @@ class EventRecorder:
                 self._abandon(head, exc.reason, exc.detail)
             else:
                 self._failed_attempt(exc)
+        except Exception as exc:  # noqa: BLE001 - a defect loses this event, never the worker
+            self._abandon(head, "error", f"{type(exc).__name__}: {exc}")
         else:
             self._finish(head, outcome)
             self._recovered()

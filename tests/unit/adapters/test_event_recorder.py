@@ -282,3 +282,31 @@ def test_an_event_dropped_while_in_flight_does_not_take_the_next_one_with_it(
     # "a" was sent, then dropped from the queue with "b"; "c" and "d" are still sent.
     assert sink.created == ["a", "c", "d"]
     assert (recorder.counts().sent, recorder.counts().dropped) == (3, 2)
+
+
+class BrokenOnce:
+    """A sink whose first creation fails in a way no API error describes (a defect)."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def create(self, event: dict[str, Any]) -> Created:
+        if not self.created:
+            self.created.append("(broken)")
+            raise RuntimeError("a defect")
+        self.created.append(event["note"])
+        return "created"
+
+    def patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        raise AssertionError("no repeats here")
+
+
+def test_a_defect_in_sending_loses_that_event_but_not_the_worker(clock: FakeClock) -> None:
+    sink = BrokenOnce()
+    recorder = EventRecorder(sink, instance="node-a", clock=clock, wait=clock.wait)
+    recorder.record(placed(container_name="a", note="a"))
+    recorder.record(placed(container_name="b", note="b"))
+    run_until_idle(recorder)
+    assert sink.created == ["(broken)", "b"]
+    counts = recorder.counts()
+    assert (counts.abandoned, counts.failed, counts.sent) == (1, {"error": 1}, 1)

@@ -9,6 +9,10 @@ purpose (``mode``): ``forbidden`` (403 to everything), ``crd-missing`` (404 to e
 creates), ``drop-idle`` (every connection closed after its answer, without saying so, as an
 idle keep-alive connection a load balancer drops). It records every request (method, path,
 content type, token, body). TLS when given a certificate and its key.
+
+It also serves Events (``/apis/events.k8s.io/v1/namespaces/<ns>/events``: ``kube_events``),
+kept in ``events`` by namespace and name, refusing with 422 what the real server finds invalid
+(``kube_event_rules``); the failure modes apply to them alike.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from cpuset_lab import kube_events
 
 COLLECTION = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
@@ -41,6 +47,7 @@ class FakeApi:
 
     mode: str = "ok"
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     port: int = 0
@@ -55,9 +62,7 @@ _FAILURES = {"forbidden": (403, "Forbidden"), "crd-missing": (404, "NotFound"),
              "conflict": (409, "Conflict"), "server-error": (500, "InternalError")}
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
-            "reason": reason, "message": message}
+_status = kube_events.status
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,13 +95,19 @@ class _Handler(BaseHTTPRequestHandler):
             code, reason = _FAILURES[api.mode]
             self._answer(code, _status(code, reason, f"fake {reason}"))
             return
-        if api.mode == "created-meanwhile" and self.command == "PATCH" and body is not None:
+        if self.path.startswith(kube_events.PREFIX):
+            with api.lock:
+                self._answer(*kube_events.handle(self.command, self.path,
+                                                 self.headers.get("Content-Type") or "", body,
+                                                 events=api.events, merge=_merge))
+        elif api.mode == "created-meanwhile" and self.command == "PATCH" and body is not None:
             api.mode = "ok"
             self._answer(404, _status(404, "NotFound", "not yet"))
             with api.lock:
                 api.objects[body["metadata"]["name"]] = body
             return
-        self._store(body)
+        else:
+            self._store(body)
         if api.mode == "drop-idle":
             self.close_connection = True
 

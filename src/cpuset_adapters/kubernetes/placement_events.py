@@ -51,14 +51,15 @@ def pinned_assigned(who: Regarding, *, cpus: CPUSet, mems: CPUSet | None,
                           note=f"pinned CPUs {cpus} ({shared}), {_memory(mems)}")
 
 
-def moved_for_pin(who: Regarding, *, previous: CPUSet, cpus: CPUSet,
-                  pinned_by: str) -> PlacementEvent:
+def moved_for_pin(who: Regarding, *, previous: CPUSet, cpus: CPUSet, pinned_by: str,
+                  pinned: CPUSet) -> PlacementEvent:
     """An integer container moved from ``previous`` to ``cpus`` because the pod
-    ``pinned_by`` (``namespace/name``) pinned some of its CPUs."""
+    ``pinned_by`` (``namespace/name``) pinned ``pinned`` (those of its CPUs are named; the
+    rest of a whole core may have moved with them)."""
     return PlacementEvent(
         regarding=who, reason=MOVED_FOR_PIN, action="MoveCpus",
         note=f"exclusive CPUs moved from {previous} to {cpus}: pod {pinned_by} pins "
-             f"{previous - cpus}")
+             f"{pinned & previous}")
 
 
 def drift_repaired(who: Regarding, mismatch: Mismatch) -> PlacementEvent:
@@ -85,13 +86,11 @@ def released_never_started(who: Regarding, *, kind: str, cpus: CPUSet,
         note=f"gave back {held}: {why}; a later start is refused")
 
 
-def shared_pool_changed(node_name: str, *, before: CPUSet, after: CPUSet,
-                        changes: int) -> PlacementEvent:
-    """The shared pool went from ``before`` to ``after`` in ``changes`` changes."""
-    times = "" if changes == 1 else f" (in {changes} changes)"
+def shared_pool_changed(node_name: str, *, before: CPUSet, after: CPUSet) -> PlacementEvent:
+    """The shared pool is ``after``; it was ``before`` when last told."""
     return PlacementEvent(
         regarding=node(node_name), reason=SHARED_POOL_CHANGED, action="ResizeSharedPool",
-        note=f"shared pool {_counted(after)}, was {_counted(before)}{times}")
+        note=f"shared pool {_counted(after)}, was {_counted(before)}")
 
 
 def domain_of(cpus: CPUSet, topology: Topology) -> str:

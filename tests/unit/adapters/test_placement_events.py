@@ -62,9 +62,11 @@ def test_a_pin_says_how_many_other_pods_share_its_cpus() -> None:
 
 
 def test_a_move_names_both_cpu_sets_and_the_pod_whose_pin_caused_it() -> None:
-    event = moved_for_pin(DB, previous=cpus("4-5"), cpus=cpus("5-6"), pinned_by="team-b/io-0")
+    event = moved_for_pin(DB, previous=cpus("4,12"), cpus=cpus("5,13"),
+                          pinned_by="team-b/io-0", pinned=cpus("3-4"))
     assert (event.reason, event.action) == ("MovedForPin", "MoveCpus")
-    assert event.note == "exclusive CPUs moved from 4-5 to 5-6: pod team-b/io-0 pins 4"
+    # The pin's CPUs it had: CPU 12 moved only as 4's sibling (a whole core).
+    assert event.note == "exclusive CPUs moved from 4,12 to 5,13: pod team-b/io-0 pins 4"
 
 
 def test_repaired_drift_says_what_the_kernel_showed_by_which_check_and_what_was_written() -> None:
@@ -93,12 +95,11 @@ def test_cpus_given_back_by_a_container_that_never_ran_are_a_warning() -> None:
 
 
 def test_the_shared_pool_change_is_one_event_on_the_node() -> None:
-    event = shared_pool_changed("worker-1", before=cpus("0-15"), after=cpus("0-3,8-11"),
-                                changes=3)
+    event = shared_pool_changed("worker-1", before=cpus("0-15"), after=cpus("0-3,8-11"))
     assert event.regarding.kind == "Node"
     assert (event.regarding.name, event.reason) == ("worker-1", "SharedPoolChanged")
-    assert event.note == "shared pool 0-3,8-11 (8 CPUs), was 0-15 (16 CPUs) (in 3 changes)"
-    single = shared_pool_changed("worker-1", before=cpus("0-1"), after=cpus("1"), changes=1)
+    assert event.note == "shared pool 0-3,8-11 (8 CPUs), was 0-15 (16 CPUs)"
+    single = shared_pool_changed("worker-1", before=cpus("0-1"), after=cpus("1"))
     assert single.note == "shared pool 1 (1 CPU), was 0-1 (2 CPUs)"
 
 
@@ -107,10 +108,11 @@ def every_event() -> list[PlacementEvent]:
                      observed_cpus=None)
     return [exclusive_assigned(DB, cpus=cpus("4-5"), mems=None, topology=DUAL_SOCKET),
             pinned_assigned(DB, cpus=cpus("2"), mems=None, sharing_pods=0),
-            moved_for_pin(DB, previous=cpus("4"), cpus=cpus("5"), pinned_by="a/b"),
+            moved_for_pin(DB, previous=cpus("4"), cpus=cpus("5"), pinned_by="a/b",
+                          pinned=cpus("4")),
             drift_repaired(DB, drift),
             released_never_started(DB, kind="annotated", cpus=cpus("2"), why="x"),
-            shared_pool_changed("worker-1", before=cpus("0-1"), after=cpus(""), changes=2)]
+            shared_pool_changed("worker-1", before=cpus("0-1"), after=cpus(""))]
 
 
 def test_every_event_passes_the_api_servers_rules() -> None:

@@ -152,3 +152,16 @@ def test_the_daemon_built_with_events_on_writes_its_decisions_and_counts_them(
     assert value(daemon.metrics, "nri_cpuset_event_send_failures_total",
                  reason="forbidden") == 0
     assert value(daemon.metrics, "nri_cpuset_events_pending") == 0
+
+
+def test_the_interval_is_read_at_each_look_so_a_reload_applies_at_once() -> None:
+    recorded, clock, interval = Recorded(), Clock(), [60]
+    pool = SharedPoolEvents(recorded, "worker-1", interval=lambda: interval[0], clock=clock)
+    pool.look(CPUSet.parse("0-15"))
+    pool.look(CPUSet.parse("2-15"))
+    clock.now += 5
+    pool.look(CPUSet.parse("4-15"))
+    assert len(recorded) == 1  # within 60 s
+    interval[0] = 1  # events.shared_pool_interval reloaded
+    pool.look(CPUSet.parse("4-15"))
+    assert [e.note for e in recorded][-1] == "shared pool 4-15 (12 CPUs), was 2-15 (14 CPUs)"

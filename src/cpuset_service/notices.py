@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from cpuset_core import ContainerFacts, Plan, PodFacts, Topology
-from cpuset_core.ledger import Entry
+from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.verify import Mismatch
 
 
@@ -25,9 +25,10 @@ class Notices(Protocol):
         ``plan.moves`` (integer containers off the CPUs its pin takes)."""
         ...
 
-    def synchronized(self, pods: Sequence[PodFacts],
-                     containers: Sequence[ContainerFacts]) -> None:
-        """The state was rebuilt from the runtime's report of these pods and containers."""
+    def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],
+                     ledger: Ledger) -> None:
+        """The state was rebuilt from the runtime's report of these pods and containers into
+        ``ledger`` (which may keep containers the report does not list: a lagging report)."""
         ...
 
     def drift_repaired(self, repaired: Sequence[Mismatch]) -> None:
@@ -47,8 +48,8 @@ class _NoNotices:
                  topology: Topology) -> None:
         pass
 
-    def synchronized(self, pods: Sequence[PodFacts],
-                     containers: Sequence[ContainerFacts]) -> None:
+    def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],
+                     ledger: Ledger) -> None:
         pass
 
     def drift_repaired(self, repaired: Sequence[Mismatch]) -> None:

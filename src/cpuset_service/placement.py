@@ -247,7 +247,7 @@ class PlacementService:
         for container in containers:
             self._cgroups.remember(container)
         self._journal.synchronized(plan, source)
-        self.notices.synchronized(pods, containers)
+        self.notices.synchronized(pods, containers, plan.result)
         self.pusher.reset()
         rebuild_log.problems(plan, self._engine, source)
         rebuild_log.synchronized(plan, source, pods=len(pods), containers=len(containers))

@@ -63,11 +63,14 @@ class EventNotices:
                  topology: Topology) -> None:
         self._safely("admitted", lambda: self._admitted(pod, container, plan, topology))
 
-    def synchronized(self, pods: Sequence[PodFacts],
-                     containers: Sequence[ContainerFacts]) -> None:
+    def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],
+                     ledger: Ledger) -> None:
         def learn() -> None:
-            self._pods = {p.sandbox_id: _Pod(p.namespace, p.name, p.uid) for p in pods}
-            self._containers = {c.id: (c.sandbox_id, c.name) for c in containers}
+            # Added to, not replaced: a lagging report (the CRI inventory) may miss containers
+            # created since, which the ledger keeps.
+            self._pods.update((p.sandbox_id, _Pod(p.namespace, p.name, p.uid)) for p in pods)
+            self._containers.update((c.id, (c.sandbox_id, c.name)) for c in containers)
+            self._forget_gone(ledger)
         self._safely("synchronized", learn)
 
     def drift_repaired(self, repaired: Sequence[Mismatch]) -> None:

@@ -139,3 +139,15 @@ def test_a_defect_while_telling_never_costs_the_placement(
     logged = [r for r in caplog.records if r.name == "nri_cpuset.events"]
     assert len(logged) == 1  # once per notice
     assert "placements are not affected" in logged[0].getMessage()
+
+
+def test_a_container_a_lagging_report_misses_is_still_named_when_a_pin_moves_it(
+        service: PlacementService, recorded: Recorded) -> None:
+    service.admit(DB, container("db-1", DB, cpu_limit=2, name="db"))
+    # A CRI inventory taken before db-1 was created: the ledger keeps it, unlisted.
+    service.synchronize([WEB], [container("web-1", WEB)], source="CRI inventory",
+                        caller_applies=True, keep_unlisted=True)
+    io = pod("io", pins="0")
+    service.admit(io, container("io-1", io, name="io"))
+    assert ("db", "spec.containers{db}", "MovedForPin",
+            "exclusive CPUs moved from 0,8 to 1,9: pod ns/io pins 0") in told(recorded)

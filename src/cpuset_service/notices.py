@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from cpuset_core import ContainerFacts, Plan, PodFacts, Topology
+from cpuset_core import AdmissionError, ContainerFacts, Plan, PodFacts, Topology
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.verify import Mismatch
 
@@ -23,6 +23,14 @@ class Notices(Protocol):
                  topology: Topology) -> None:
         """``container`` was created where the committed ``plan`` places it, moving
         ``plan.moves`` (integer containers off the CPUs its pin takes)."""
+        ...
+
+    def resized(self, container_id: str, plan: Plan, topology: Topology) -> None:
+        """A running container's resize was committed (``plan.base`` holds it before)."""
+        ...
+
+    def resize_refused(self, container_id: str, error: AdmissionError) -> None:
+        """A running container's resize was refused; nothing changed."""
         ...
 
     def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],
@@ -46,6 +54,12 @@ class _NoNotices:
 
     def admitted(self, pod: PodFacts, container: ContainerFacts, plan: Plan,
                  topology: Topology) -> None:
+        pass
+
+    def resized(self, container_id: str, plan: Plan, topology: Topology) -> None:
+        pass
+
+    def resize_refused(self, container_id: str, error: AdmissionError) -> None:
         pass
 
     def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],

@@ -165,6 +165,7 @@ class PlacementService:
             plan = self.starts.planned(lambda: self._engine.plan_resize(pod, container))
         except AdmissionError as error:
             self._journal.rejected("reject resize", error, container.id, None)
+            self.notices.resize_refused(container.id, error)
             raise
         self._engine.commit(plan)
         placement = plan.placement
@@ -180,6 +181,7 @@ class PlacementService:
         if plan.changes_ledger:
             self._journal.resized(subject, container.id, plan, placement, len(updates),
                                   quota=quota)
+            self.notices.resized(container.id, plan, self._engine.topology)
         return Admission(placement, updates, quota)
 
     # -- release ---------------------------------------------------------------------------------

@@ -18,13 +18,15 @@ from typing import Protocol
 
 from cpuset_adapters.kubernetes.event_object import PlacementEvent, Regarding, container
 from cpuset_adapters.kubernetes.placement_events import (
+    cpus_resized,
     drift_repaired,
     exclusive_assigned,
     moved_for_pin,
     pinned_assigned,
     released_never_started,
+    resize_refused,
 )
-from cpuset_core import ContainerFacts, Kind, Plan, PodFacts, Topology
+from cpuset_core import AdmissionError, ContainerFacts, CPUSet, Kind, Plan, PodFacts, Topology
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.verify import Mismatch
 
@@ -45,9 +47,10 @@ class _Pod:
 
 
 class EventNotices:
-    """Tells ``recorder`` of exclusive and pinned placements, moves off a new pin, repaired
-    drift, and CPUs given back by containers that never ran. Shared containers get none: the
-    shared pool's changes are one event on the node (``cpuset_cli.daemon.events``)."""
+    """Tells ``recorder`` of exclusive and pinned placements, moves off a new pin, resizes
+    applied or refused, repaired drift, and CPUs given back by containers that never ran.
+    Shared containers get none of their own: the shared pool's changes are one event on the
+    node (``cpuset_cli.daemon.events``)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
@@ -62,6 +65,22 @@ class EventNotices:
     def admitted(self, pod: PodFacts, container: ContainerFacts, plan: Plan,
                  topology: Topology) -> None:
         self._safely("admitted", lambda: self._admitted(pod, container, plan, topology))
+
+    def resized(self, container_id: str, plan: Plan, topology: Topology) -> None:
+        def tell() -> None:
+            before = _exclusive(plan.base, container_id)
+            after = _exclusive(plan.result, container_id)
+            who = self._regarding(container_id)
+            if who is not None and before != after:
+                self._recorder.record(cpus_resized(who, before=before, after=after,
+                                                   topology=topology))
+        self._safely("resized", tell)
+
+    def resize_refused(self, container_id: str, error: AdmissionError) -> None:
+        def tell() -> None:
+            if (who := self._regarding(container_id)) is not None:
+                self._recorder.record(resize_refused(who, detail=error.detail))
+        self._safely("resize_refused", tell)
 
     def synchronized(self, pods: Sequence[PodFacts], containers: Sequence[ContainerFacts],
                      ledger: Ledger) -> None:
@@ -140,6 +159,12 @@ class EventNotices:
                 self._failed.add(notice)
                 _log.exception("event not composed (%s); placements are not affected",
                                notice)
+
+
+def _exclusive(ledger: Ledger, container_id: str) -> CPUSet:
+    """The container's own CPUs in ``ledger`` when it is an integer one, else none."""
+    entry = ledger.entries.get(container_id)
+    return entry.cpus if entry is not None and entry.kind is Kind.INTEGER else CPUSet()
 
 
 def _pods_pinning(ledger: Ledger, pinned: Entry) -> int:

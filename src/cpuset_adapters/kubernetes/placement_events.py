@@ -10,6 +10,8 @@ The reasons are stable (an operator filters on them; they are part of the interf
 * ``DriftRepaired`` (Warning): the kernel enforced something else (someone wrote the cgroup)
   and the verifier's re-send put it back;
 * ``CpusReleasedNeverStarted`` (Warning): a container that will never run gave back its CPUs;
+* ``CpusResized``: a running container's resize changed its exclusive CPUs (or its class);
+* ``ResizeRefused`` (Warning): a resize the node cannot meet; the container keeps its CPUs;
 * ``SharedPoolChanged`` (on the Node): the shared pool now, and before.
 
 Notes state CPU sets in the kernel's list format (``4-5,12-13``).
@@ -28,9 +30,11 @@ PINNED_ASSIGNED: Final = "PinnedCpusAssigned"
 MOVED_FOR_PIN: Final = "MovedForPin"
 DRIFT_REPAIRED: Final = "DriftRepaired"
 RELEASED_NEVER_STARTED: Final = "CpusReleasedNeverStarted"
+CPUS_RESIZED: Final = "CpusResized"
+RESIZE_REFUSED: Final = "ResizeRefused"
 SHARED_POOL_CHANGED: Final = "SharedPoolChanged"
 REASONS: Final = (EXCLUSIVE_ASSIGNED, PINNED_ASSIGNED, MOVED_FOR_PIN, DRIFT_REPAIRED,
-                  RELEASED_NEVER_STARTED, SHARED_POOL_CHANGED)
+                  RELEASED_NEVER_STARTED, CPUS_RESIZED, RESIZE_REFUSED, SHARED_POOL_CHANGED)
 
 
 def exclusive_assigned(who: Regarding, *, cpus: CPUSet, mems: CPUSet | None,
@@ -84,6 +88,23 @@ def released_never_started(who: Regarding, *, kind: str, cpus: CPUSet,
     return PlacementEvent(
         regarding=who, reason=RELEASED_NEVER_STARTED, action="ReleaseCpus", type="Warning",
         note=f"gave back {held}: {why}; a later start is refused")
+
+
+def cpus_resized(who: Regarding, *, before: CPUSet, after: CPUSet,
+                 topology: Topology) -> PlacementEvent:
+    """A resize took the container's exclusive CPUs from ``before`` to ``after`` (either
+    empty: it ran, or now runs, on the shared pool)."""
+    now = (f"exclusive CPUs {after} ({domain_of(after, topology)})" if after
+           else "the shared pool")
+    was = f"exclusive CPUs {before}" if before else "the shared pool"
+    return PlacementEvent(regarding=who, reason=CPUS_RESIZED, action="ResizeCpus",
+                          note=f"resized to {now}, was on {was}")
+
+
+def resize_refused(who: Regarding, *, detail: str) -> PlacementEvent:
+    """A resize the node cannot meet (``detail``: the core's words); nothing changed."""
+    return PlacementEvent(regarding=who, reason=RESIZE_REFUSED, action="ResizeCpus",
+                          type="Warning", note=f"resize refused, CPUs unchanged: {detail}")
 
 
 def shared_pool_changed(node_name: str, *, before: CPUSet, after: CPUSet) -> PlacementEvent:

@@ -10,7 +10,14 @@ import pytest
 
 from cpuset_adapters.kubernetes.event_notices import EventNotices
 from cpuset_adapters.kubernetes.event_object import PlacementEvent
-from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, RuntimeState, StartReport
+from cpuset_core import (
+    AdmissionError,
+    ContainerFacts,
+    CPUSet,
+    CpusetEngine,
+    RuntimeState,
+    StartReport,
+)
 from cpuset_core.verify import Observed
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
 from cpuset_service.placement import PlacementService
@@ -151,3 +158,26 @@ def test_a_container_a_lagging_report_misses_is_still_named_when_a_pin_moves_it(
     service.admit(io, container("io-1", io, name="io"))
     assert ("db", "spec.containers{db}", "MovedForPin",
             "exclusive CPUs moved from 0,8 to 1,9: pod ns/io pins 0") in told(recorded)
+
+
+def test_a_resize_is_told_with_the_cpus_before_and_after(
+        service: PlacementService, recorded: Recorded) -> None:
+    service.admit(DB, container("db-1", DB, cpu_limit=2, name="db"))
+    service.resize(DB, container("db-1", DB, cpu_limit=4, name="db"))
+    service.resize(DB, container("db-1", DB, cpu_limit=4, name="db"))  # nothing changes
+    service.resize(DB, container("db-1", DB, cpu_limit=0.5, name="db"))
+    resized = [e.note for e in recorded if e.reason == "CpusResized"]
+    assert resized == ["resized to exclusive CPUs 0-1,8-9 (NUMA node 0, whole cores), was on "
+                       "exclusive CPUs 0,8",
+                       "resized to the shared pool, was on exclusive CPUs 0-1,8-9"]
+
+
+def test_a_refused_resize_is_a_warning_on_the_container(
+        service: PlacementService, recorded: Recorded) -> None:
+    service.admit(DB, container("db-1", DB, cpu_limit=2, name="db"))
+    with pytest.raises(AdmissionError):
+        service.resize(DB, container("db-1", DB, cpu_limit=40, name="db"))
+    event = recorded[-1]
+    assert (event.regarding.name, event.reason, event.type) == ("db", "ResizeRefused",
+                                                                "Warning")
+    assert event.note.startswith("resize refused, CPUs unchanged: needs 40 exclusive CPU(s)")

@@ -10,12 +10,14 @@ import pytest
 from cpuset_adapters.kubernetes.event_object import PlacementEvent, build_event, container
 from cpuset_adapters.kubernetes.event_rules import creation_violations
 from cpuset_adapters.kubernetes.placement_events import (
+    cpus_resized,
     domain_of,
     drift_repaired,
     exclusive_assigned,
     moved_for_pin,
     pinned_assigned,
     released_never_started,
+    resize_refused,
     shared_pool_changed,
 )
 from cpuset_core import Topology
@@ -112,6 +114,8 @@ def every_event() -> list[PlacementEvent]:
                           pinned=cpus("4")),
             drift_repaired(DB, drift),
             released_never_started(DB, kind="annotated", cpus=cpus("2"), why="x"),
+            cpus_resized(DB, before=cpus("4"), after=cpus(""), topology=DUAL_SOCKET),
+            resize_refused(DB, detail="x" * 2000),
             shared_pool_changed("worker-1", before=cpus("0-1"), after=cpus(""))]
 
 
@@ -119,3 +123,17 @@ def test_every_event_passes_the_api_servers_rules() -> None:
     at = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     for event in every_event():
         assert creation_violations(build_event(event, instance="worker-1", at=at)) == []
+
+
+def test_a_resize_names_the_cpus_before_and_after_and_a_refusal_is_a_warning() -> None:
+    grown = cpus_resized(DB, before=cpus("4,12"), after=cpus("4-5,12-13"),
+                         topology=DUAL_SOCKET)
+    assert (grown.reason, grown.type) == ("CpusResized", "Normal")
+    assert grown.note == ("resized to exclusive CPUs 4-5,12-13 (NUMA node 1, whole cores), "
+                          "was on exclusive CPUs 4,12")
+    assert cpus_resized(DB, before=cpus(""), after=cpus("4"), topology=DUAL_SOCKET).note == (
+        "resized to exclusive CPUs 4 (NUMA node 1, not whole cores), was on the shared pool")
+    refused = resize_refused(DB, detail="needs 9 exclusive CPU(s) but only 2 are free")
+    assert (refused.reason, refused.type) == ("ResizeRefused", "Warning")
+    assert refused.note == ("resize refused, CPUs unchanged: needs 9 exclusive CPU(s) but "
+                            "only 2 are free")

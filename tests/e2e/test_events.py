@@ -1,8 +1,9 @@
 """Kubernetes Events on the real runtime: the plugin, run with ``[events]`` on, writes its
 decisions to the lab's fake API server (which refuses, with 422, what the real one would), and
 each event states what the kernel shows: an integer container's exclusive CPUs, the move a pin
-causes naming the pin's pod, an out-of-band write the verifier repaired, and the CPUs a
-container whose start failed gave back; the shared pool's change is told on the node.
+causes naming the pin's pod, a resize applied and refused, an out-of-band write the verifier
+repaired, and the CPUs a container whose start failed gave back; the shared pool's change is
+told on the node.
 
 Every wait is bounded (``wait_until``); nothing is timed.
 """
@@ -17,10 +18,12 @@ from typing import Any
 import pytest
 
 from cpuset_adapters import cgroupfs
+from cpuset_adapters.cri.client import CriError
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kube_api import FakeApi, serve, write_kubeconfig
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.resources import guaranteed
 from tests.e2e.plugin_harness import (
     ONLINE,
     Plugin,
@@ -149,3 +152,24 @@ def test_a_container_whose_start_failed_is_told_it_gave_its_cpus_back(
         assert note.startswith("gave back integer CPUs "), note
         assert "its start failed" in note
         assert note.endswith("; a later start is refused")
+
+
+@needs_two_cpus
+def test_a_resize_is_told_with_the_cpus_the_kernel_shows_and_a_refused_one_as_a_warning(
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, api: FakeApi) -> None:
+    with pod(cri, "db", QosClass.GUARANTEED) as db:
+        pg = integer(cri, lab, db, 1, "postgres")
+        first = cpus(cri, pg)
+        cri.update_resources(pg, guaranteed(2, "64Mi"))
+        assert cpus(cri, pg) == ONLINE
+        note = one_note(api, "db", "CpusResized", plugin)
+        assert note.startswith(f"resized to exclusive CPUs {ONLINE} (NUMA node 0, "), note
+        assert note.endswith(f"was on exclusive CPUs {first}"), note
+        cri.update_resources(pg, guaranteed(1, "64Mi"))
+        with pod(cri, "io", QosClass.BURSTABLE, pins=str(ONLINE.last())) as io:
+            shared(cri, lab, io, "io")
+            with pytest.raises(CriError):  # no room to grow past the pin
+                cri.update_resources(pg, guaranteed(2, "64Mi"))
+            refused = one_note(api, "db", "ResizeRefused", plugin)
+            assert refused.startswith("resize refused, CPUs unchanged: needs 2 exclusive CPU"), \
+                refused

@@ -60,6 +60,8 @@ def plugin(lab: LabContainerd, cri: KubeletClient, api: FakeApi,
                       '[events]\nenabled = true\nshared_pool_interval = 1\n')
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
                              ("--config", str(config)))) as running:
+        # The pool's changes are told against the pool first seen after the synchronize.
+        wait_until(lambda: "shared pool first seen" in running.text(), "the pool's baseline")
         yield running
 
 

@@ -58,6 +58,7 @@ class SharedPoolEvents:
             return
         if self._told is None:
             self._told = pool
+            _log.debug("shared pool first seen", extra={"shared_pool": str(pool)})
             return
         now = self._clock()
         if pool == self._told or now - self._told_at < self._interval():

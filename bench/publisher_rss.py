@@ -9,7 +9,8 @@
 2. **The daemon.** ``nri-cpuset run`` against the NRI runtime double (``tests/support``) that
    synchronizes it with ``--pods`` running pods, with the publisher off and then on (writing to
    the fake API server over HTTPS): VmRSS and VmHWM after 12 s at rest, the CPU time those 12 s
-   took, and the writes made.
+   took, and the writes made; with ``--events``, the daemon with the publisher on writes
+   Kubernetes Events as well (``[events]``).
 
 Run from the repository root: ``python bench/publisher_rss.py [--pods 100]``. Prints figures
 only; nothing is asserted. Needs no root, no containerd.
@@ -119,7 +120,7 @@ def clients(workdir: Path) -> None:
             print(f"{client:<12} {base:8.1f} MiB   {imported:+6.1f} MiB   {request}")
 
 
-async def daemon(workdir: Path, pods: int, publisher: bool) -> None:
+async def daemon(workdir: Path, pods: int, publisher: bool, *, events: bool = False) -> None:
     sysfs = workdir / "sys"
     if not sysfs.exists():
         write_sysfs_tree(DUAL_SOCKET_HT, sysfs)
@@ -132,6 +133,8 @@ async def daemon(workdir: Path, pods: int, publisher: bool) -> None:
         if publisher:
             text += ('[topology_publisher]\nenabled = true\nnode_name = "rss"\n'
                      f'kubeconfig = "{kubeconfig(workdir / "kubeconfig", api)}"\n')
+            if events:  # [events] too, through the publisher's credentials
+                text += '[events]\nenabled = true\n'
         config.write_text(text)
         socket = workdir / f"nri-{publisher}.sock"
         async with RuntimeDouble(socket, pods=running,
@@ -148,7 +151,8 @@ async def daemon(workdir: Path, pods: int, publisher: bool) -> None:
             finally:
                 plugin.stop()
         writes = f"; API requests: {', '.join(api.methods()) or 'none'}" if publisher else ""
-        print(f"publisher {'on ' if publisher else 'off'}  VmRSS {memory['VmRSS'] / 1024:.1f} MiB"
+        on = "on + events" if publisher and events else "on " if publisher else "off"
+        print(f"publisher {on}  VmRSS {memory['VmRSS'] / 1024:.1f} MiB"
               f"  VmHWM {memory['VmHWM'] / 1024:.1f} MiB  CPU at rest {idle_cpu:.2f} s in "
               f"{REST:.0f} s  ({pods} pods){writes}")
 
@@ -157,6 +161,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=100, help="running pods at synchronize")
     parser.add_argument("--part", choices=("clients", "daemon", "both"), default="both")
+    parser.add_argument("--events", action="store_true",
+                        help="the daemon with the publisher on writes Events too ([events])")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nri-publisher-rss-") as tmp:
         workdir = Path(tmp)
@@ -164,7 +170,7 @@ def main() -> int:
             clients(workdir)
         if args.part in ("daemon", "both"):
             for publisher in (False, True):
-                asyncio.run(daemon(workdir, args.pods, publisher))
+                asyncio.run(daemon(workdir, args.pods, publisher, events=args.events))
     return 0
 
 

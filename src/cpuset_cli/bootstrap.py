@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from cpuset_adapters.device_locality import LocateDevices
     from cpuset_adapters.observability.metrics import PluginMetrics
     from cpuset_adapters.systemd.scope_writer import SystemdScopeWriter
+    from cpuset_cli.daemon.events import EventReporting
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
     from cpuset_cli.daemon.topology_publisher import TopologyPublisher
@@ -140,13 +141,14 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     if verify_period > 0:
         verifier = VerifierLoop(service, Verifier(service), CgroupReader(cgroup_root).observe_all,
                                 period=verify_period)
-    publisher = None if config is None else _publisher(config, service, metrics, environ,
-                                                      _sysfs_root(topology_source))
+    publisher, events = (None, None) if config is None else (
+        _publisher(config, service, metrics, environ, _sysfs_root(topology_source)),
+        _events(config, service, metrics, environ))
     return Daemon(service=service, launch=launch, cri_socket=cri_socket or DEFAULT_CRI_SOCKET,
                   status_socket=status_socket, metrics=metrics, listen=listen or None,
                   config=config, watcher=watcher, verifier=verifier, kernel_path=kernel_path,
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
-                  start_probe=probe, publisher=publisher,
+                  start_probe=probe, publisher=publisher, events=events,
                   locate_devices=_device_locator(_sysfs_root(topology_source)),
                   request_budget=scopes.budget)
 
@@ -173,6 +175,20 @@ def _publisher(config: LiveConfig, service: PlacementService, metrics: PluginMet
     return publisher_for(config.current.topology_publisher, service, metrics, environ=environ,
                          sysfs_root=sysfs_root,
                          policy=lambda: config.current.topology_publisher.policy)
+
+
+def _events(config: LiveConfig, service: PlacementService, metrics: PluginMetrics,
+            environ: Mapping[str, str]) -> EventReporting | None:
+    """The Kubernetes Events ``[events]`` asks for, if any: told by the service, counted in
+    the metrics."""
+    from cpuset_adapters.observability import event_metrics  # noqa: PLC0415
+    from cpuset_cli.daemon.events import events_for  # noqa: PLC0415
+
+    events = events_for(lambda: config.current, service, environ=environ)
+    if events is not None:
+        service.notices = events.notices
+        event_metrics.register(metrics.registry, events.totals)
+    return events
 
 
 def _set_grace(service: PlacementService) -> Callable[[float], None]:

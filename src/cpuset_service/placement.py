@@ -43,6 +43,7 @@ from cpuset_service.answers import (
 from cpuset_service.cgroup_paths import CgroupPaths
 from cpuset_service.journal import DecisionJournal
 from cpuset_service.moves import MovedBy
+from cpuset_service.notices import NO_NOTICES, Notices
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
 from cpuset_service.starts import StartCases
@@ -72,6 +73,9 @@ class PlacementService:
         self.exclusive_quota = ExclusiveQuota.UNLIMITED
         """Exclusive containers' own CFS quota from the next admission or resize on
         (``[cpus] exclusive_cpu_quota``, set by the composition root, live)."""
+        self.notices: Notices = NO_NOTICES
+        """Who is told of decisions about pods beyond the log (Kubernetes Events; set by
+        the composition root)."""
 
     # -- what is decided -------------------------------------------------------------------------
 
@@ -147,6 +151,7 @@ class PlacementService:
         quota = cpu_quota(placement, self.exclusive_quota)
         self._journal.admitted(subject_of(pod, container), container.id, plan, placement,
                                len(updates), quota=quota)
+        self.notices.admitted(pod, container, plan, self._engine.topology)
         return Admission(placement, updates, quota)
 
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Admission | None:
@@ -160,6 +165,7 @@ class PlacementService:
             plan = self.starts.planned(lambda: self._engine.plan_resize(pod, container))
         except AdmissionError as error:
             self._journal.rejected("reject resize", error, container.id, None)
+            self.notices.resize_refused(container.id, error)
             raise
         self._engine.commit(plan)
         placement = plan.placement
@@ -175,6 +181,7 @@ class PlacementService:
         if plan.changes_ledger:
             self._journal.resized(subject, container.id, plan, placement, len(updates),
                                   quota=quota)
+            self.notices.resized(container.id, plan, self._engine.topology)
         return Admission(placement, updates, quota)
 
     # -- release ---------------------------------------------------------------------------------
@@ -242,6 +249,7 @@ class PlacementService:
         for container in containers:
             self._cgroups.remember(container)
         self._journal.synchronized(plan, source)
+        self.notices.synchronized(pods, containers, plan.result)
         self.pusher.reset()
         rebuild_log.problems(plan, self._engine, source)
         rebuild_log.synchronized(plan, source, pods=len(pods), containers=len(containers))

@@ -27,6 +27,7 @@ from cpuset_core import (
 )
 from cpuset_service.events import short_id
 from cpuset_service.journal import DecisionJournal
+from cpuset_service.notices import Notices
 from cpuset_service.observer import Observer
 
 _log = logging.getLogger("nri_cpuset.placement")
@@ -111,6 +112,9 @@ class _Placements(Protocol):
 
     def remove(self, container_id: str, subject: str, why: str = ...) -> None: ...
 
+    @property
+    def notices(self) -> Notices: ...
+
 
 class StartCases:
     """The use cases about starts: a start (refused when it comes too late), what a probe
@@ -182,6 +186,7 @@ class StartCases:
             if verdict.outcome is StartOutcome.RUNNING:
                 self._tracker.started(cid)
             elif verdict.outcome is StartOutcome.HOLDS_NOTHING:
+                self._service.notices.gave_back(cid, entry, verdict.why)
                 self._service.remove(cid, entry.subject, f"not running: {verdict.why}")
                 self._tracker.gave_up(cid, verdict.why)
                 self._observer.not_running(entry.kind, verdict.reason)

@@ -63,6 +63,8 @@ class Verifier:
         verdict = self._tracker.judge(mismatches(ledger, now, stable, reserved), stable.keys())
         self._service.pusher.force(verdict.resend)
         self._service.observer.verified(verdict)
+        if verdict.repaired:
+            self._service.notices.drift_repaired(verdict.repaired)
         _report(verdict)
         return verdict
 

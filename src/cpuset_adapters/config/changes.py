@@ -27,6 +27,8 @@ LIVE_KEYS: Final = frozenset({
     "runtime.start_grace",
     # What the next published NodeResourceTopology declares.
     "topology_publisher.policy",
+    # How often the node's next SharedPoolChanged event may follow the last one.
+    "events.shared_pool_interval",
 })
 """Keys a reload applies at once; every other key needs a restart: the pin annotation and
 the reservation re-decide running containers, and sockets and the listener are opened once."""

@@ -42,7 +42,7 @@ def reserved_cpus(config: Config) -> CPUSet:
 def value_problems(config: Config) -> list[Problem]:
     """Problems that need no knowledge of the machine."""
     return [*_pinning(config), *_cpus(config), *_paths(config), *_observability(config),
-            *_topology_publisher(config)]
+            *_topology_publisher(config), *_events(config)]
 
 
 def _bad(key: str, value: object, message: str) -> Problem:
@@ -139,6 +139,15 @@ def _topology_publisher(config: Config) -> Iterator[Problem]:
         yield _bad("topology_publisher.node_name", publisher.node_name,
                    "must be a node name (lowercase letters, digits, '-' and '.'; at most 253) "
                    '("" takes $NODE_NAME)')
+
+
+def _events(config: Config) -> Iterator[Problem]:
+    events = config.events
+    if events.queue_capacity < 1:
+        yield _bad("events.queue_capacity", events.queue_capacity, "must be 1 or more")
+    if events.shared_pool_interval < 1:
+        yield _bad("events.shared_pool_interval", events.shared_pool_interval,
+                   "must be >= 1 second")
 
 
 def topology_problems(config: Config, topology: Topology) -> list[Problem]:

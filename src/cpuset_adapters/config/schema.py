@@ -129,6 +129,19 @@ class TopologyPublisher:
 
 
 @attrs.frozen(kw_only=True)
+class Events:
+    """``[events]``: Kubernetes Events on the pods and the node for what the plugin decided
+    (off by default); sent through ``[topology_publisher]``'s credentials and node name."""
+
+    enabled: bool = False
+    queue_capacity: int = 1000
+    """Events waiting to be sent at most; when full the oldest is dropped (and counted)."""
+    shared_pool_interval: int = 60
+    """Seconds between two ``SharedPoolChanged`` events on the node at least: the changes in
+    between are told as one."""
+
+
+@attrs.frozen(kw_only=True)
 class Config:
     """The whole configuration: what ``nri-cpuset run`` runs with."""
 
@@ -137,6 +150,7 @@ class Config:
     runtime: Runtime = attrs.field(factory=Runtime)
     observability: Observability = attrs.field(factory=Observability)
     topology_publisher: TopologyPublisher = attrs.field(factory=TopologyPublisher)
+    events: Events = attrs.field(factory=Events)
 
 
 # The field types are strings under `from __future__ import annotations`; cattrs needs classes.

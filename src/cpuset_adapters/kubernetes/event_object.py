@@ -78,10 +78,12 @@ class PlacementEvent:
     type: EventType = "Normal"
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> tuple[str, str, str, str]:
         """What makes two events the same occurrence repeated (they aggregate into a series):
-        the object, the container and the reason."""
-        return (self.regarding.uid, self.regarding.field_path, self.reason)
+        the object, the container, the reason and the note. The note is in the key, unlike
+        client-go's, because a series keeps its first event's note: a container moved twice,
+        or a pool changed twice, must tell where it went each time (decision 49)."""
+        return (self.regarding.uid, self.regarding.field_path, self.reason, self.note)
 
 
 def build_event(event: PlacementEvent, *, instance: str, at: datetime) -> JsonObject:

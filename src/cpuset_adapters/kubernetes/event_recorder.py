@@ -3,10 +3,11 @@
 :meth:`EventRecorder.record` only stamps the event with the time and queues it; a worker thread
 sends what is queued, oldest first. The queue is bounded: when it is full the oldest event is
 dropped and counted (the newest say the most about the node now). Repeats aggregate as the
-kubelet's recorder (client-go ``tools/events``) does: the same reason for the same container (or
-object) within :data:`WINDOW` of its last occurrence is not a new Event but a ``series`` update
-of the first one, a JSON merge PATCH of ``count`` and ``lastObservedTime``; an event whose
-series has expired on the server (or was deleted) is created again with its series.
+kubelet's recorder (client-go ``tools/events``) does: the same reason and note for the same
+container (or object) within :data:`WINDOW` of its last occurrence is not a new Event but a
+``series`` update of the first one, a JSON merge PATCH of ``count`` and ``lastObservedTime``;
+an event whose series has expired on the server (or was deleted) is created again with its
+series.
 
 An unreachable, slow or refusing API server never reaches the caller: each failed attempt is
 counted by its reason, logged once per reason until a request succeeds again, and retried with
@@ -106,7 +107,7 @@ class EventRecorder:
         self._overflowing = False  # dropped since the queue was last empty
         self._last_at = 0
         self._abandoned_reasons: set[str] = set()
-        self._series: dict[tuple[str, str, str], _Series] = {}
+        self._series: dict[tuple[str, str, str, str], _Series] = {}
         self._counts = {"sent": 0, "aggregated": 0, "dropped": 0, "abandoned": 0}
         self._failed: dict[str, int] = {}
         self._failing: str | None = None

@@ -14,7 +14,8 @@ _FLAG_KEYS = {"nri_socket": ("runtime", "nri_socket"), "cri_socket": ("runtime",
               "listen": ("observability", "listen"),
               "log_format": ("observability", "log_format"),
               "allow_static_cpu_manager": ("runtime", "allow_static_cpu_manager"),
-              "publish_topology": ("topology_publisher", "enabled")}
+              "publish_topology": ("topology_publisher", "enabled"),
+              "events": ("events", "enabled")}
 """Flags that set configuration keys: they win over the file, but only when given."""
 
 
@@ -58,6 +59,9 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
 @click.option("--publish-topology", is_flag=True,
               help="Publish this node's NodeResourceTopology for a topology-aware scheduler. "
                    "Overrides topology_publisher.enabled.")
+@click.option("--events", is_flag=True,
+              help="Write Kubernetes Events on pods and the node for what the plugin decides "
+                   "(through the topology publisher's credentials). Overrides events.enabled.")
 @click.option("--containerd-config", default=default_paths.CONTAINERD_CONFIG,
               show_default=True,
               help="Read (if readable) to tell why the NRI socket is missing.")

@@ -11,6 +11,7 @@ import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.config import Observability
@@ -43,6 +44,9 @@ from cpuset_core import (
 from cpuset_core.placing import away_by_kind
 from cpuset_service.placement import PlacementService
 from cpuset_service.staged import apply_staged
+
+if TYPE_CHECKING:  # imported by the composition root only when [events] is on
+    from cpuset_cli.daemon.events import EventReporting
 
 _log = logging.getLogger("nri_cpuset.daemon")
 
@@ -87,6 +91,8 @@ class Daemon:
     until removed)."""
     publisher: TopologyPublisher | None = None
     """Keeps the node's NodeResourceTopology current (``None``: not published)."""
+    events: EventReporting | None = None
+    """Writes Kubernetes Events for the decisions (``None``: events are off)."""
     locate_devices: LocateDevices | None = None
     """Finds where containers' devices are (``None``: devices are not looked at)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
@@ -209,6 +215,8 @@ class Daemon:
                   asyncio.create_task(self.start_watch.run(), name="start-watch"))
         publishing = (None if self.publisher is None else
                       asyncio.create_task(self.publisher.run(), name="topology-publisher"))
+        reporting = (None if self.events is None else
+                     asyncio.create_task(self.events.run(), name="events"))
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -220,7 +228,7 @@ class Daemon:
             if http is not None:
                 http.close()
             for task in (pushing, watching, verifying, trimming, starts, hotplug, publishing,
-                         self.inventory):
+                         reporting, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -24,9 +24,9 @@ from typing import Any, Final, Protocol
 
 from cpuset_adapters.config import TopologyPublisher as TopologyPublisherSettings
 from cpuset_adapters.kubernetes.api_client import ApiError, TopologyApi
-from cpuset_adapters.kubernetes.credentials import CredentialsError, from_kubeconfig, in_cluster
 from cpuset_adapters.kubernetes.node_memory import NodeMemoryError, read_node_memory
 from cpuset_adapters.kubernetes.topology_object import build_topology_object
+from cpuset_cli.daemon.kube_access import node_and_endpoint
 from cpuset_core import Topology
 from cpuset_service.placement import PlacementService
 
@@ -199,17 +199,10 @@ def publisher_for(settings: TopologyPublisherSettings, service: PlacementService
     declared policy at each publish (a reload changes it); by default the section's."""
     if not settings.enabled:
         return None
-    node_name = settings.node_name or environ.get("NODE_NAME", "")
-    if not node_name:
-        _log.error("topology publisher not started: no node name (set NODE_NAME from the "
-                   "downward API, or topology_publisher.node_name)")
+    found = node_and_endpoint(settings, environ, feature="topology publisher", log=_log)
+    if found is None:
         return None
-    try:
-        endpoint = (from_kubeconfig(settings.kubeconfig) if settings.kubeconfig
-                    else in_cluster(environ))
-    except CredentialsError as exc:
-        _log.error("topology publisher not started: %s", exc)
-        return None
+    node_name, endpoint = found
     _log.info("publishing NodeResourceTopology %s through %s, declaring %s", node_name,
               endpoint.source, settings.policy)
     return TopologyPublisher(service, TopologyApi(endpoint), node_name=node_name,

@@ -120,12 +120,23 @@ def test_the_same_reason_for_another_container_is_another_event(api: FakeApi,
 
 def test_a_repeat_after_the_window_is_a_new_event(api: FakeApi, clock: FakeClock) -> None:
     recorder = recorder_for(api, clock)
-    recorder.record(placed(note="first"))
+    recorder.record(placed())
     run_until_idle(recorder)
     clock.now += 361
-    recorder.record(placed(note="later"))
+    recorder.record(placed())
     run_until_idle(recorder)
-    assert sorted(the_series(api)) == [("first", None), ("later", None)]
+    assert the_series(api) == [("cpus 2-3", None), ("cpus 2-3", None)]
+
+
+def test_the_same_reason_with_another_note_within_the_window_is_a_new_event(
+        api: FakeApi, clock: FakeClock) -> None:
+    recorder = recorder_for(api, clock)
+    recorder.record(placed(note="moved from 4-5 to 6-7"))
+    recorder.record(placed(note="moved from 6-7 to 8-9"))
+    recorder.record(placed(note="moved from 6-7 to 8-9"))
+    run_until_idle(recorder)
+    assert sorted(the_series(api)) == [("moved from 4-5 to 6-7", None),
+                                       ("moved from 6-7 to 8-9", 2)]
 
 
 def test_a_series_whose_event_expired_on_the_server_is_created_again(

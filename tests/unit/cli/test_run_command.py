@@ -126,3 +126,13 @@ def test_publish_topology_turns_the_publisher_on_over_the_file(
     assert off.current.topology_publisher.enabled is False
     assert on.current.topology_publisher.enabled is True
     assert on.current.topology_publisher.policy == "single-numa-node"
+
+
+def test_events_turns_the_events_on_over_the_file(
+        tmp_path: Path, sysfs: str, started: list[LiveConfig]) -> None:
+    path = config_file(tmp_path, "[events]\nqueue_capacity = 7\n")
+    assert run(sysfs, "--config", path).exit_code == 0
+    assert run(sysfs, "--config", path, "--events").exit_code == 0
+    off, on = started
+    assert off.current.events.enabled is False
+    assert (on.current.events.enabled, on.current.events.queue_capacity) == (True, 7)

@@ -10,6 +10,7 @@ import pytest
 from cpuset_adapters.config import (
     Config,
     ConfigError,
+    Events,
     TopologyPublisher,
     build,
     keys,
@@ -83,9 +84,14 @@ def test_every_key_of_the_documented_schema_loads() -> None:
         node_name = "worker-1.example"
         kubeconfig = "/etc/nri-cpuset/kubeconfig"
         policy = "single-numa-node"
+        [events]
+        enabled = true
+        queue_capacity = 50
+        shared_pool_interval = 10
     """
     config = load_text(text, OFFLINE_ISO)
-    assert len(keys()) == 32
+    assert len(keys()) == 35
+    assert config.events == Events(enabled=True, queue_capacity=50, shared_pool_interval=10)
     assert config.topology_publisher == TopologyPublisher(
         enabled=True, node_name="worker-1.example", kubeconfig="/etc/nri-cpuset/kubeconfig",
         policy="single-numa-node")
@@ -164,6 +170,9 @@ def test_every_key_of_the_documented_schema_loads() -> None:
      'topology_publisher.kubeconfig = "kubeconfig": must be an absolute path'),
     ('[topology_publisher]\nnode_name = "Worker_1"',
      'topology_publisher.node_name = "Worker_1": must be a node name'),
+    ('[events]\nqueue_capacity = 0', 'events.queue_capacity = 0: must be 1 or more'),
+    ('[events]\nshared_pool_interval = 0',
+     'events.shared_pool_interval = 0: must be >= 1 second'),
     ('[topology_publisher]\nenabled = "yes"',
      'topology_publisher.enabled = "yes": expected a boolean'),
 ])

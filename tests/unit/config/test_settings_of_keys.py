@@ -68,4 +68,5 @@ def test_a_key_is_live_when_its_setting_is_or_it_is_log_level_kernel_path_grace_
     assert {SETTING_OF_KEY[key] for key in engine_keys} == LIVE_SETTINGS
     assert LIVE_KEYS - engine_keys == {"observability.log_level", "runtime.kernel_updates",
                                        "runtime.systemd_units", "runtime.start_grace",
-                                       "topology_publisher.policy", "cpus.exclusive_cpu_quota"}
+                                       "topology_publisher.policy", "cpus.exclusive_cpu_quota",
+                                       "events.shared_pool_interval"}

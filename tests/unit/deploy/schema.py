@@ -49,6 +49,7 @@ DEFAULTS: Final[dict[str, dict[str, Any]]] = {
     "observability": {"listen": "127.0.0.1:9477", "log_level": "info", "log_format": "json"},
     "topology_publisher": {"enabled": False, "node_name": "", "kubeconfig": "",
                            "policy": "best-effort"},
+    "events": {"enabled": False, "queue_capacity": 1000, "shared_pool_interval": 60},
 }
 
 

@@ -46,7 +46,7 @@ def test_the_publisher_may_create_and_patch_node_resource_topologies_and_nothing
                               "resources": ["noderesourcetopologies"],
                               "verbs": ["create", "patch"]}]
     binding = one(PUBLISHER / "rbac.yaml", "ClusterRoleBinding")
-    account = one(PUBLISHER / "rbac.yaml", "ServiceAccount")["metadata"]
+    account = one(KUBERNETES / "serviceaccount.yaml", "ServiceAccount")["metadata"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["name"],
                                     "namespace": account["namespace"]}]

@@ -1,0 +1,70 @@
+"""The Kubernetes Events' metrics, read from the recorder at each scrape (its counters are the
+one record; nothing is counted twice): ``nri_cpuset_events_total{outcome}``, failed attempts by
+reason, and the events waiting to be sent."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from cpuset_adapters.kubernetes.api_client import EVENT_REASONS
+from cpuset_adapters.kubernetes.event_recorder import RecorderCounts
+
+_log = logging.getLogger("nri_cpuset.metrics")
+
+OUTCOMES: Final = ("sent", "aggregated", "dropped", "abandoned", "not_composed")
+"""What became of an event: created, sent as a series update, dropped from the full queue,
+abandoned (refused as invalid), or never composed (a defect caught on the hook's path)."""
+FAILURES: Final = EVENT_REASONS
+"""Why an attempt to send an Event failed (the API client's reasons for events)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventTotals:
+    """The recorder's counters, the events not composed, and those waiting."""
+
+    counts: RecorderCounts
+    not_composed: int
+    pending: int
+
+
+class EventCollector(Collector):
+    """Yields the events' metrics from ``read()`` at each scrape."""
+
+    def __init__(self, read: Callable[[], EventTotals]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            totals = self._read()
+        except Exception:  # noqa: BLE001 - a broken read must not take the other metrics down
+            _log.exception("reading the events' counters for metrics failed")
+            return
+        counts = totals.counts
+        events = CounterMetricFamily(
+            "nri_cpuset_events", "Kubernetes Events recorded, by outcome.", labels=["outcome"])
+        for outcome, value in zip(OUTCOMES, (counts.sent, counts.aggregated, counts.dropped,
+                                             counts.abandoned, totals.not_composed),
+                                  strict=True):
+            events.add_metric([outcome], value)
+        yield events
+        failures = CounterMetricFamily(
+            "nri_cpuset_event_send_failures", "Attempts to send an Event that failed, by "
+            "reason (retried with back-off, except invalid, not-found and error).",
+            labels=["reason"])
+        for reason in sorted({*FAILURES, *counts.failed}):
+            failures.add_metric([reason], counts.failed.get(reason, 0))
+        yield failures
+        yield GaugeMetricFamily("nri_cpuset_events_pending", "Events queued and not yet "
+                                "sent.", value=totals.pending)
+
+
+def register(registry: CollectorRegistry, read: Callable[[], EventTotals]) -> None:
+    """Expose the events' metrics in ``registry``."""
+    registry.register(EventCollector(read))

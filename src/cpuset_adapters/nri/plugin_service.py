@@ -47,6 +47,11 @@ DEFAULT_REQUEST_TIMEOUT_MS = 2000
 
 SLOW_HANDLER_FRACTION = 0.1
 
+LATE_SYNC_FRACTION = 0.9
+"""A Synchronize answered after this fraction of the runtime's request timeout is taken as
+late. The runtime's deadline started before it sent the first chunk, the plugin's clock when it
+arrived: the margin covers the transit, and a needless reconnection only costs a re-sync."""
+
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
 _ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
                  "PostStartContainer", "PostUpdateContainer")
@@ -61,6 +66,8 @@ class ConnectionState:
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     sync_pods: list[pb.PodSandbox] = field(default_factory=list)
     sync_containers: list[pb.Container] = field(default_factory=list)
+    sync_started: float | None = None
+    """``time.monotonic()`` when this Synchronize's first chunk arrived."""
 
 
 _T = TypeVar("_T")
@@ -178,6 +185,8 @@ class PluginService:
 
     def _synchronize(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.SynchronizeRequest(), payload)
+        if state.sync_started is None:
+            state.sync_started = time.monotonic()
         state.sync_pods.extend(req.pods)
         state.sync_containers.extend(req.containers)
         if req.more:
@@ -193,6 +202,17 @@ class PluginService:
             _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
         state.synchronized = True  # the service logged the rebuild ("synchronized")
+        took_ms = (time.monotonic() - state.sync_started) * 1000.0
+        state.sync_started = None
+        if took_ms >= LATE_SYNC_FRACTION * state.request_timeout_ms:
+            # Past the runtime's deadline it has dropped this answer and left the plugin out:
+            # v0.12 closes the connection, v0.6.1 keeps it open and sends no event again, which
+            # would leave every later container unplaced (seen under emulation, 2026-11-29).
+            _logger.error("Synchronize answered after %.0f ms, past the runtime's %d ms "
+                          "request timeout: the runtime has left the plugin out; dropping the "
+                          "connection to register and be synchronized again", took_ms,
+                          state.request_timeout_ms)
+            return Reply(encode(pb.SynchronizeResponse(update=updates)), close_after=True)
         return Reply(encode(pb.SynchronizeResponse(update=updates)))
 
     def _shutdown(self, _state: ConnectionState, _payload: bytes) -> Reply:

@@ -59,6 +59,9 @@ class PluginConnection:
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     configured: asyncio.Event = field(default_factory=asyncio.Event)
     register_calls: int = 0
+    left_out: str = ""
+    """Why the runtime left this connection out of its plugins without closing it (v0.6.1
+    after a failed Synchronize); empty while it is not."""
     _conns: dict[int, GoConnReader] = field(default_factory=dict)
     _pending: dict[int, asyncio.Future[ttrpc_pb2.Response]] = field(default_factory=dict)
     _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -196,8 +199,10 @@ class PluginConnection:
 
     async def call(self, method: str, payload: bytes, *, deadline: float | None = None,
                    metadata: Sequence[tuple[str, str]] = (),
-                   service: str = PLUGIN) -> ttrpc_pb2.Response:
-        """One call on conn 1; a reply after the deadline is fatal (§6.6)."""
+                   service: str = PLUGIN, close_on_timeout: bool = True) -> ttrpc_pb2.Response:
+        """One call on conn 1; a reply after the deadline is fatal (§6.6), unless
+        ``close_on_timeout`` is false: then ``TimeoutError`` is raised and the connection
+        stays open."""
         if self.closed.is_set():
             raise PluginGone(self.close_reason)
         loop = asyncio.get_running_loop()
@@ -220,6 +225,8 @@ class PluginConnection:
             await self._send(1, ttrpc_message(stream, REQUEST, data))
             return await asyncio.wait_for(future, max(remaining, 0.001))
         except TimeoutError:
+            if not close_on_timeout:
+                raise
             self.close(f"plugin timed out in {method}")
             raise PluginGone(f"plugin timed out in {method}") from None
         except OSError as exc:

@@ -27,6 +27,11 @@ async def handshake(conn: PluginConnection) -> None:
         await _configure(conn)
         if not conn.preinstalled or conn.profile.syncs_preinstalled:
             await _synchronize(conn)
+    except TimeoutError:
+        # v0.6.1 logs "failed to synchronize plugin" and never adds it: open, and silent.
+        conn.left_out = "Synchronize timed out"
+        conn.notify()
+        return
     except (PluginGone, CallError) as exc:
         conn.close(f"handshake failed: {exc}")
         return
@@ -81,7 +86,8 @@ async def _synchronize(conn: PluginConnection) -> None:
             more = i < len(chunks) - 1
             req = pb.SynchronizeRequest(pods=pods, containers=ctrs, more=more)
             resp = await conn.call("Synchronize", req.SerializeToString(), deadline=deadline,
-                                   metadata=rt.metadata)
+                                   metadata=rt.metadata,
+                                   close_on_timeout=not conn.profile.keeps_unsynced)
             conn.sync_chunks += 1
             if resp.status.code:
                 raise CallError(resp.status.code, resp.status.message)

@@ -21,13 +21,16 @@ class Profile:
     checks_name: bool
     syncs_preinstalled: bool
     send_limit: int | None  # ttrpc refuses to send more (None: 1.2.5 does not check)
+    keeps_unsynced: bool = False
+    """A Synchronize that fails or times out leaves the plugin out of the runtime's list with
+    its connection open: no event reaches it again (v0.6.1, §4.1 step 5; v0.12 closes it)."""
 
 
 PROFILES = {
     "0.6.1": Profile(
         nri="0.6.1", runtime_version="v1.7.24", sends_timeouts=False, sends_nri_version=False,
         valid_events=0x7FF, chunks_sync=False, per_event_rpcs=False, checks_name=False,
-        syncs_preinstalled=False, send_limit=None),
+        syncs_preinstalled=False, send_limit=None, keeps_unsynced=True),
     "0.8.0": Profile(
         nri="0.8.0", runtime_version="v2.1.4", sends_timeouts=True, sends_nri_version=False,
         valid_events=0x7FF, chunks_sync=True, per_event_rpcs=False, checks_name=False,

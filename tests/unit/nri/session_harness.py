@@ -132,8 +132,9 @@ Scenario = Callable[[RuntimeDouble, RecordingHandler, NriSession], Coroutine[Any
 
 
 def scenario(tmp_path: Path, body: Scenario, *, handler: RecordingHandler | None = None,
-             **double: Any) -> RecordingHandler:
-    """Run ``body`` with a double at a socket in ``tmp_path`` and a plugin connected to it."""
+             run_timeout: float = 5.0, **double: Any) -> RecordingHandler:
+    """Run ``body`` with a double at a socket in ``tmp_path`` and a plugin connected to it,
+    for at most ``run_timeout`` seconds."""
     handler = handler or RecordingHandler()
 
     async def main() -> None:
@@ -142,5 +143,5 @@ def scenario(tmp_path: Path, body: Scenario, *, handler: RecordingHandler | None
                 plugin(handler, SocketPath(str(path))) as session:
             await body(rt, handler, session)
             assert rt.violations == []
-    run(main())
+    run(main(), run_timeout)
     return handler

@@ -138,3 +138,30 @@ def test_a_failing_synchronize_drops_the_connection_and_syncs_again(tmp_path: Pa
         assert not rt.connections[0].ready.is_set()
 
     scenario(tmp_path, body, handler=handler, version="0.6.1")
+
+
+class _Once(dict[str, float]):
+    """A handler delay taken by the first call only."""
+
+    def __getitem__(self, key: str) -> float:
+        return self.pop(key)
+
+
+def test_a_synchronize_answered_too_late_drops_the_connection_and_syncs_again(
+        tmp_path: Path) -> None:
+    # v0.6.1 leaves a plugin whose Synchronize timed out out of its list, its connection open:
+    # without the drop no event would ever reach it again.
+    handler = RecordingHandler()
+    handler.delay = _Once(synchronize=2.2)  # the runtime's 2 s, which v0.6.1 does not send
+
+    async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
+        # The plugin runs in the double's event loop, which the slow handler blocks: whether
+        # the double saw the answer late is a race; that the plugin registered again is not.
+        await rt.wait_registered(count=2)
+        await rt.wait_ready()
+        first, second = rt.connections[:2]
+        assert first.closed.is_set()  # by the plugin
+        assert second.ready.is_set()
+
+    scenario(tmp_path, body, handler=handler, version="0.6.1", run_timeout=8.0)
+    assert handler.names().count("synchronize") == 2

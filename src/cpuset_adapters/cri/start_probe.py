@@ -6,18 +6,25 @@ the reason ``StartError`` and the runtime's message, and sends no NRI event; one
 not started as ``CONTAINER_CREATED`` with the time it was created. The kernel's word comes
 first (``cpuset_core.starts``): processes in its cgroup keep its CPUs (its task is being
 created, or it runs).
+
+The CRI client (h2, hpack, the CRI messages: about 2 MiB resident) is imported at the first
+call, not with this module: on a healthy node no container waits long enough to be asked
+about, so the daemon at rest never holds it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from cpuset_adapters.cgroupfs import CgroupReader
-from cpuset_adapters.cri.client import CriClient, CriError
-from cpuset_adapters.cri.results import ContainerStatus
+from cpuset_adapters.cri.transport import CriError
 from cpuset_core import RuntimeState, StartReport
+
+if TYPE_CHECKING:
+    from cpuset_adapters.cri.client import CriClient
+    from cpuset_adapters.cri.results import ContainerStatus
 
 STATES: Final = {"CONTAINER_CREATED": RuntimeState.CREATED,
                  "CONTAINER_RUNNING": RuntimeState.RUNNING,
@@ -27,7 +34,7 @@ TIMEOUT: Final = 1.0
 """Seconds each CRI call may take: a refusal for room waits for them (inside the runtime's
 own request timeout, 2 s by default), and a runtime that slow cannot tell in time anyway."""
 
-Client = Callable[[str], CriClient]
+Client = Callable[[str], "CriClient"]
 """Opens a CRI client on a socket path."""
 
 
@@ -39,7 +46,7 @@ class CriStartProbe:
                  clock: Callable[[], float] = time.time, client: Client | None = None) -> None:
         self.cri_socket = cri_socket
         """Where CRI is served (a pre-installed plugin's runtime config may change it)."""
-        self._client = client or (lambda socket: CriClient(socket, timeout=timeout))
+        self._client = client or (lambda socket: _open(socket, timeout))
         self._cgroups = cgroups
         self._clock = clock
 
@@ -61,6 +68,12 @@ class CriStartProbe:
         age = self._clock() - status.created_at / 1e9 if status.created_at else 0.0
         return StartReport(state=STATES.get(status.state, RuntimeState.UNKNOWN),
                            age=max(age, 0.0), has_tasks=has_tasks, detail=_detail(status))
+
+
+def _open(cri_socket: str, timeout: float) -> CriClient:
+    from cpuset_adapters.cri.client import CriClient  # noqa: PLC0415 - see the module's note
+
+    return CriClient(cri_socket, timeout=timeout)
 
 
 def _detail(status: ContainerStatus) -> str:

@@ -44,3 +44,35 @@ def test_the_probe_would_see_grpc_if_the_path_imported_it(tmp_path: Path) -> Non
         env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "grpc" in json.loads(result.stdout)["grpc"]
+
+
+AT_REST = """
+import json, sys
+import cpuset_cli.main, cpuset_cli.commands.run, cpuset_cli.daemon.serve, cpuset_cli.daemon.plugin
+from cpuset_adapters.cgroupfs import CgroupReader
+from cpuset_adapters.cri.start_probe import CriStartProbe
+from cpuset_adapters.cri.transport import CriError
+
+def cri_modules():
+    return sorted(m for m in sys.modules
+                  if m.split(".")[0] in ("h2", "hpack", "hyperframe")
+                  or m.startswith("cpuset_adapters.cri.proto"))
+
+at_rest = cri_modules()
+try:
+    CriStartProbe(sys.argv[1], CgroupReader()).reports({"c1": "/nowhere"})
+except CriError as err:
+    failed = err.code_name
+print(json.dumps({"at_rest": at_rest, "failed": failed, "after_a_call": bool(cri_modules())}))
+"""
+
+
+def test_the_daemon_holds_no_cri_client_until_it_makes_a_cri_call(tmp_path: Path) -> None:
+    # The CRI client costs about 2 MiB resident (h2, hpack, the CRI messages); a healthy
+    # node's daemon never makes a CRI call, so its memory at rest must not carry it.
+    result = subprocess.run(
+        [sys.executable, "-c", AT_REST, str(tmp_path / "missing.sock")],
+        env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"at_rest": [], "failed": "UNAVAILABLE", "after_a_call": True}

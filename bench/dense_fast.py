@@ -46,6 +46,8 @@ class Exclusive:
         """How long that one sweep of every shared cgroup took (the resolution of back_ms)."""
         self.hook_ms: list[float] = []
         """The plugin's own time in each CreateContainer (empty without the plugin)."""
+        self.cpus: list[CPUSet | None] = []
+        """Each new container's ``cpuset.cpus`` as the kernel showed it at its start."""
 
     def summary(self) -> str:
         hook = (f"hook p50 {statistics.median(self.hook_ms):.1f} ms, max "
@@ -78,7 +80,9 @@ class FastPathBench:
                 figures.hook_ms.append(
                     (self.plugin.metric(HOOK_SECONDS, HOOK) - hook_before) * 1000)
             figures.create_ms.append(probe.create_ms)
-            figures.sharing.append(self.sharing(node, probe))
+            mine = self.cpus_of(node, probe)
+            figures.cpus.append(mine)
+            figures.sharing.append(self.sharing(node, mine))
             node.remove_probe(probe)
             removed = time.perf_counter()
             figures.off_at_first_look.append(len(node.off(self.online)))
@@ -86,10 +90,15 @@ class FastPathBench:
             figures.back_ms.append(node.wait_all_on(self.online, removed) * 1000)
         return figures
 
-    def sharing(self, node: DenseNode, probe: Probe) -> int:
-        """Shared containers whose kernel cpuset still overlaps the probe's own CPUs."""
+    def cpus_of(self, node: DenseNode, probe: Probe) -> CPUSet | None:
+        """The probe's ``cpuset.cpus`` as the kernel has it."""
         path = node.cri.container_status(probe.container_id).cgroups_path or ""
-        mine = self._reader.observe(path).cpus or CPUSet()
+        return self._reader.observe(path).cpus
+
+    @staticmethod
+    def sharing(node: DenseNode, mine: CPUSet | None) -> int:
+        """Shared containers whose kernel cpuset overlaps ``mine`` (a probe's CPUs)."""
+        mine = mine or CPUSet()
         return sum(1 for cpus in node.cpusets().values() if cpus is None or cpus & mine)
 
     def during_catch_up(self, node: DenseNode) -> list[float]:

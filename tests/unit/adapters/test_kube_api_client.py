@@ -7,7 +7,10 @@ server and credentials come from (service account, kubeconfig)."""
 from __future__ import annotations
 
 import base64
+import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +164,31 @@ def test_a_kubeconfig_without_a_current_context_is_refused(tmp_path: Path) -> No
     path = tmp_path / "kubeconfig"
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
     with pytest.raises(CredentialsError, match="no usable current context"):
+        from_kubeconfig(path)
+
+
+def test_a_json_kubeconfig_is_read_without_importing_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig.json"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+        "clusters": [{"name": "lab", "cluster": {"server": "http://127.0.0.1:8080"}}],
+        "users": [{"name": "lab", "user": {"token": "t0k"}}],
+        "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "lab"}}]}))
+    probe = ("import sys; from cpuset_adapters.kubernetes.credentials import from_kubeconfig; "
+             "e = from_kubeconfig(sys.argv[1]); "
+             "print(e.host, e.port, e.token(), 'yaml' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                            text=True, check=True, timeout=60)
+    assert result.stdout.split() == ["127.0.0.1", "8080", "t0k", "False"]
+
+
+@pytest.mark.parametrize(("text", "what"), [("{\"current-context\": ", "Expecting value"),
+                                            ("clusters: [\n", "while parsing")])
+def test_a_kubeconfig_that_does_not_parse_is_refused_with_the_parsers_words(
+        tmp_path: Path, text: str, what: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(CredentialsError, match=f"kubeconfig {path}: .*{what}"):
         from_kubeconfig(path)
 
 

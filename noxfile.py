@@ -108,6 +108,17 @@ def bench_dense(session: nox.Session) -> None:
     session.run("python", "bench/dense.py", *session.posargs)
 
 
+@nox.session(name="bench-dense-events", python=PYTHON)
+def bench_dense_events(session: nox.Session) -> None:
+    """Kubernetes Events on beside off on a dense node of the real containerd (500 running
+    shared containers), the API server answering, unreachable and hanging: hook and creation
+    times, placements, memory (root; installs containerd first; about 12 minutes; ``--
+    --quick`` for a smoke run)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/dense_events.py", *session.posargs)
+
+
 @nox.session(name="bench-cri", python=PYTHON)
 def bench_cri(session: nox.Session) -> None:
     """The daemon's h2 CRI transport beside grpcio on the real containerd: the daemon's RSS

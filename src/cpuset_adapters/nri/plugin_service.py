@@ -15,22 +15,23 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
   some events and not others; unknown methods and services get UNIMPLEMENTED;
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
-* handler calls slower than 10 % of the runtime's request timeout are logged;
+* handler calls slower than 10 % of the runtime's request timeout are logged
+  (:mod:`~cpuset_adapters.nri.handler_timing`);
 * every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
   ``error``), the one place hooks are timed for metrics and ``/healthz``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
+from cpuset_adapters.nri.handler_timing import timed
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
@@ -44,8 +45,6 @@ PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 
 DEFAULT_REQUEST_TIMEOUT_MS = 2000
 """The runtime's request timeout when Configure does not say (NRI before v0.7.0)."""
-
-SLOW_HANDLER_FRACTION = 0.1
 
 LATE_SYNC_FRACTION = 0.9
 """A Synchronize answered after this fraction of the runtime's request timeout is taken as
@@ -125,25 +124,9 @@ class PluginService:
 
     # -- calling the handler --
 
-    @contextlib.contextmanager
-    def _timed(self, state: ConnectionState, what: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            elapsed_ms = (time.perf_counter() - start) * 1000.0
-            budget_ms = state.request_timeout_ms
-            if elapsed_ms > SLOW_HANDLER_FRACTION * budget_ms:
-                late = elapsed_ms >= budget_ms
-                _logger.log(logging.ERROR if late else logging.WARNING,
-                            "slow handler: %s took %.1f ms, %.0f %% of the runtime's %d ms "
-                            "request timeout%s", what, elapsed_ms,
-                            100.0 * elapsed_ms / budget_ms, budget_ms,
-                            " (the runtime drops the plugin)" if late else "")
-
     def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T]) -> _T:
         """Run one handler call, timed; any failure becomes :class:`_HandlerFailedError`."""
-        with self._timed(state, what):
+        with timed(what, state.request_timeout_ms):
             try:
                 return call()
             except HandlerError as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _logger = logging.getLogger("nri_cpuset.nri")
@@ -43,11 +43,13 @@ class HandlerTime:
 
 
 @contextlib.contextmanager
-def timed(what: str, budget_ms: int) -> Iterator[None]:
-    """Time the block, even when it raises, and log it if it was slow."""
+def timed(what: str, budget_ms: int,
+          report: Callable[[HandlerTime], None] = HandlerTime.log_if_slow) -> Iterator[None]:
+    """Time the block, even when it raises, and hand its :class:`HandlerTime` to ``report``
+    (by default: logged if slow)."""
     start = time.perf_counter()
     try:
         yield
     finally:
-        HandlerTime(what=what, elapsed_ms=(time.perf_counter() - start) * 1000.0,
-                    budget_ms=budget_ms).log_if_slow()
+        report(HandlerTime(what=what, elapsed_ms=(time.perf_counter() - start) * 1000.0,
+                           budget_ms=budget_ms))

@@ -16,7 +16,8 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
 * handler calls slower than 10 % of the runtime's request timeout are logged
-  (:mod:`~cpuset_adapters.nri.handler_timing`);
+  (:mod:`~cpuset_adapters.nri.handler_timing`), except a late Synchronize's, which its one
+  error line says;
 * every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
   ``error``), the one place hooks are timed for metrics and ``/healthz``.
 """
@@ -31,7 +32,7 @@ from typing import TypeVar
 
 from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
-from cpuset_adapters.nri.handler_timing import timed
+from cpuset_adapters.nri.handler_timing import HandlerTime, timed
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
@@ -124,9 +125,11 @@ class PluginService:
 
     # -- calling the handler --
 
-    def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T]) -> _T:
-        """Run one handler call, timed; any failure becomes :class:`_HandlerFailedError`."""
-        with timed(what, state.request_timeout_ms):
+    def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T],
+                report: Callable[[HandlerTime], None] = HandlerTime.log_if_slow) -> _T:
+        """Run one handler call, timed (its time goes to ``report``: by default, logged if
+        slow); any failure becomes :class:`_HandlerFailedError`."""
+        with timed(what, state.request_timeout_ms, report):
             try:
                 return call()
             except HandlerError as exc:
@@ -177,25 +180,33 @@ class PluginService:
             return Reply(encode(pb.SynchronizeResponse(more=True)))
         pods, containers = state.sync_pods, state.sync_containers
         state.sync_pods, state.sync_containers = [], []
+        # The handler's time is logged below: a late answer's error line says it too.
+        times: list[HandlerTime] = []
         try:
             updates = self._invoke(state, "on_synchronize",
-                                   lambda: self._handler.on_synchronize(pods, containers))
+                                   lambda: self._handler.on_synchronize(pods, containers),
+                                   report=times.append)
         except _HandlerFailedError as failed:
+            times[0].log_if_slow()
             # v0.6.1 would keep the connection but never send events: end it and sync anew.
             _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
+        [handler_time] = times
         state.synchronized = True  # the service logged the rebuild ("synchronized")
         took_ms = (time.monotonic() - state.sync_started) * 1000.0
         state.sync_started = None
-        if took_ms >= LATE_SYNC_FRACTION * state.request_timeout_ms:
+        budget_ms = state.request_timeout_ms
+        if took_ms >= LATE_SYNC_FRACTION * budget_ms:
             # Past the runtime's deadline it has dropped this answer and left the plugin out:
             # v0.12 closes the connection, v0.6.1 keeps it open and sends no event again, which
             # would leave every later container unplaced (seen under emulation, 2026-11-29).
-            _logger.error("Synchronize answered after %.0f ms, past the runtime's %d ms "
-                          "request timeout: the runtime has left the plugin out; dropping the "
-                          "connection to register and be synchronized again", took_ms,
-                          state.request_timeout_ms)
+            _logger.error("Synchronize answered after %.0f ms, %.0f %% of the runtime's %d ms "
+                          "request timeout (%s took %.1f ms): the runtime has left the plugin "
+                          "out; dropping the connection to register and be synchronized again",
+                          took_ms, 100.0 * took_ms / budget_ms, budget_ms, handler_time.what,
+                          handler_time.elapsed_ms)
             return Reply(encode(pb.SynchronizeResponse(update=updates)), close_after=True)
+        handler_time.log_if_slow()
         return Reply(encode(pb.SynchronizeResponse(update=updates)))
 
     def _shutdown(self, _state: ConnectionState, _payload: bytes) -> Reply:

@@ -16,7 +16,7 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
 * handler calls slower than 10 % of the runtime's request timeout are logged
-  (:mod:`~cpuset_adapters.nri.handler_timing`), except a late Synchronize's, which its one
+  (:mod:`~cpuset_adapters.nri.handler_calls`), except a late Synchronize's, which its one
   error line says;
 * every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
   ``error``), the one place hooks are timed for metrics and ``/healthz``.
@@ -28,11 +28,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from cpuset_adapters.grpc_status import StatusCode
-from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
-from cpuset_adapters.nri.handler_timing import HandlerTime, timed
+from cpuset_adapters.nri.handler_calls import HandlerFailedError, HandlerTime, invoke
+from cpuset_adapters.nri.handler_port import Event, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
@@ -68,16 +67,6 @@ class ConnectionState:
     sync_containers: list[pb.Container] = field(default_factory=list)
     sync_started: float | None = None
     """``time.monotonic()`` when this Synchronize's first chunk arrived."""
-
-
-_T = TypeVar("_T")
-
-
-class _HandlerFailedError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class PluginService:
@@ -123,22 +112,6 @@ class PluginService:
             self._observer.hook_finished(token, "ok" if ok else "error")
         return reply
 
-    # -- calling the handler --
-
-    def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T],
-                report: Callable[[HandlerTime], None] = HandlerTime.log_if_slow) -> _T:
-        """Run one handler call, timed (its time goes to ``report``: by default, logged if
-        slow); any failure becomes :class:`_HandlerFailedError`."""
-        with timed(what, state.request_timeout_ms, report):
-            try:
-                return call()
-            except HandlerError as exc:
-                raise _HandlerFailedError(StatusCode.UNKNOWN, exc.message) from exc
-            except Exception as exc:
-                _logger.exception("handler %s raised", what)
-                raise _HandlerFailedError(
-                    StatusCode.INTERNAL, f"nri-cpuset {what}: internal error: {exc!r}") from exc
-
     # -- configuration and synchronization --
 
     def _configure(self, state: ConnectionState, payload: bytes) -> Reply:
@@ -150,9 +123,10 @@ class PluginService:
         if req.request_timeout > 0:
             state.request_timeout_ms = req.request_timeout
         try:
-            events = self._invoke(state, "on_configure", lambda: self._configured(info))
+            events = invoke("on_configure", state.request_timeout_ms,
+                            lambda: self._configured(info))
             mask = subscription_mask(events)
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             _logger.error("Configure refused: %s", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
         except ValueError as exc:
@@ -183,10 +157,10 @@ class PluginService:
         # The handler's time is logged below: a late answer's error line says it too.
         times: list[HandlerTime] = []
         try:
-            updates = self._invoke(state, "on_synchronize",
-                                   lambda: self._handler.on_synchronize(pods, containers),
-                                   report=times.append)
-        except _HandlerFailedError as failed:
+            updates = invoke("on_synchronize", state.request_timeout_ms,
+                             lambda: self._handler.on_synchronize(pods, containers),
+                             report=times.append)
+        except HandlerFailedError as failed:
             times[0].log_if_slow()
             # v0.6.1 would keep the connection but never send events: end it and sync anew.
             _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
@@ -218,10 +192,10 @@ class PluginService:
     def _create_container(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.CreateContainerRequest(), payload)
         try:
-            adjust, updates = self._invoke(
-                state, "on_create_container",
+            adjust, updates = invoke(
+                "on_create_container", state.request_timeout_ms,
                 lambda: self._handler.on_create_container(req.pod, req.container))
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         response = pb.CreateContainerResponse(update=updates)
         if adjust is not None:
@@ -231,21 +205,21 @@ class PluginService:
     def _update_container(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.UpdateContainerRequest(), payload)
         try:
-            updates = self._invoke(
-                state, "on_update_container",
+            updates = invoke(
+                "on_update_container", state.request_timeout_ms,
                 lambda: self._handler.on_update_container(req.pod, req.container,
                                                           req.linux_resources))
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         return Reply(encode(pb.UpdateContainerResponse(update=updates)))
 
     def _stop_container(self, state: ConnectionState, payload: bytes) -> Reply:
         try:
             req = decode(pb.StopContainerRequest(), payload)
-            updates = self._invoke(
-                state, "on_stop_container",
+            updates = invoke(
+                "on_stop_container", state.request_timeout_ms,
                 lambda: self._handler.on_stop_container(req.pod, req.container))
-        except (_HandlerFailedError, RpcError) as exc:
+        except (HandlerFailedError, RpcError) as exc:
             _logger.warning("StopContainer: %s (answered OK)", exc)
             return Reply(encode(pb.StopContainerResponse()))
         return Reply(encode(pb.StopContainerResponse(update=updates)))
@@ -274,9 +248,9 @@ class PluginService:
         """The one event besides creation and update whose error the runtime acts on: the
         start fails (and the runtime stops the container)."""
         try:
-            self._invoke(state, "on_start_container",
-                         lambda: self._handler.on_start_container(pod, container))
-        except _HandlerFailedError as failed:
+            invoke("on_start_container", state.request_timeout_ms,
+                   lambda: self._handler.on_start_container(pod, container))
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         return Reply()
 
@@ -292,9 +266,9 @@ class PluginService:
     def _removed(self, state: ConnectionState, pod: pb.PodSandbox,
                  container: pb.Container) -> None:
         try:
-            self._invoke(state, "on_remove_container",
-                         lambda: self._handler.on_remove_container(pod, container))
-        except _HandlerFailedError as failed:
+            invoke("on_remove_container", state.request_timeout_ms,
+                   lambda: self._handler.on_remove_container(pod, container))
+        except HandlerFailedError as failed:
             _logger.warning("RemoveContainer %s: %s (answered OK)", container.id, failed.message)
 
     def _stop_pod_sandbox(self, state: ConnectionState, payload: bytes) -> Reply:
@@ -318,9 +292,9 @@ class PluginService:
     def _pod_gone(self, state: ConnectionState, pod: pb.PodSandbox, *, removed: bool) -> None:
         # The runtime only logs errors here, and stops calling later plugins at the first one.
         try:
-            self._invoke(state, "on_pod_sandbox_gone",
-                         lambda: self._handler.on_pod_sandbox_gone(pod, removed=removed))
-        except _HandlerFailedError as failed:
+            invoke("on_pod_sandbox_gone", state.request_timeout_ms,
+                   lambda: self._handler.on_pod_sandbox_gone(pod, removed=removed))
+        except HandlerFailedError as failed:
             _logger.warning("pod %s: %s (answered OK)", pod.id, failed.message)
 
     def _acknowledge(self, _state: ConnectionState, _payload: bytes) -> Reply:

@@ -1,6 +1,10 @@
-"""How long one handler call took against the runtime's request timeout, and the line a slow
-call logs: a warning past :data:`SLOW_HANDLER_FRACTION` of the timeout, an error past the whole
-timeout (the runtime has dropped the answer, and the plugin with it)."""
+"""One call of the :class:`~cpuset_adapters.nri.handler_port.NriHandler` as the Plugin service
+makes it: timed against the runtime's request timeout, and any failure turned into the status the
+runtime gets (:class:`HandlerFailedError`).
+
+A slow call is logged: a warning past :data:`SLOW_HANDLER_FRACTION` of the timeout, an error past
+the whole timeout (the runtime has dropped the answer, and the plugin with it).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,26 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
+
+from cpuset_adapters.grpc_status import StatusCode
+from cpuset_adapters.nri.handler_port import HandlerError
 
 _logger = logging.getLogger("nri_cpuset.nri")
 
 SLOW_HANDLER_FRACTION = 0.1
 """A handler call longer than this fraction of the runtime's request timeout is logged."""
+
+_T = TypeVar("_T")
+
+
+class HandlerFailedError(Exception):
+    """A handler call failed: ``code`` and ``message`` are the error status for the runtime."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,3 +72,19 @@ def timed(what: str, budget_ms: int,
     finally:
         report(HandlerTime(what=what, elapsed_ms=(time.perf_counter() - start) * 1000.0,
                            budget_ms=budget_ms))
+
+
+def invoke(what: str, budget_ms: int, call: Callable[[], _T],
+           report: Callable[[HandlerTime], None] = HandlerTime.log_if_slow) -> _T:
+    """``call()``'s result, timed (its time goes to ``report``: by default, logged if slow).
+    Raises :class:`HandlerFailedError`: UNKNOWN with its message for a :class:`HandlerError`
+    (like a Go plugin's error), INTERNAL for anything else, logged with its traceback."""
+    with timed(what, budget_ms, report):
+        try:
+            return call()
+        except HandlerError as exc:
+            raise HandlerFailedError(StatusCode.UNKNOWN, exc.message) from exc
+        except Exception as exc:
+            _logger.exception("handler %s raised", what)
+            raise HandlerFailedError(
+                StatusCode.INTERNAL, f"nri-cpuset {what}: internal error: {exc!r}") from exc

@@ -15,22 +15,23 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
   some events and not others; unknown methods and services get UNIMPLEMENTED;
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
-* handler calls slower than 10 % of the runtime's request timeout are logged;
+* handler calls slower than 10 % of the runtime's request timeout are logged
+  (:mod:`~cpuset_adapters.nri.handler_calls`), except a late Synchronize's, which its one
+  error line says;
 * every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
   ``error``), the one place hooks are timed for metrics and ``/healthz``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from cpuset_adapters.grpc_status import StatusCode
-from cpuset_adapters.nri.handler_port import Event, HandlerError, NriHandler, RuntimeInfo
+from cpuset_adapters.nri.handler_calls import HandlerFailedError, HandlerTime, invoke
+from cpuset_adapters.nri.handler_port import Event, NriHandler, RuntimeInfo
 from cpuset_adapters.nri.payload import decode, encode
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.subscription import subscription_mask
@@ -44,8 +45,6 @@ PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 
 DEFAULT_REQUEST_TIMEOUT_MS = 2000
 """The runtime's request timeout when Configure does not say (NRI before v0.7.0)."""
-
-SLOW_HANDLER_FRACTION = 0.1
 
 LATE_SYNC_FRACTION = 0.9
 """A Synchronize answered after this fraction of the runtime's request timeout is taken as
@@ -68,16 +67,6 @@ class ConnectionState:
     sync_containers: list[pb.Container] = field(default_factory=list)
     sync_started: float | None = None
     """``time.monotonic()`` when this Synchronize's first chunk arrived."""
-
-
-_T = TypeVar("_T")
-
-
-class _HandlerFailedError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class PluginService:
@@ -123,36 +112,6 @@ class PluginService:
             self._observer.hook_finished(token, "ok" if ok else "error")
         return reply
 
-    # -- calling the handler --
-
-    @contextlib.contextmanager
-    def _timed(self, state: ConnectionState, what: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            elapsed_ms = (time.perf_counter() - start) * 1000.0
-            budget_ms = state.request_timeout_ms
-            if elapsed_ms > SLOW_HANDLER_FRACTION * budget_ms:
-                late = elapsed_ms >= budget_ms
-                _logger.log(logging.ERROR if late else logging.WARNING,
-                            "slow handler: %s took %.1f ms, %.0f %% of the runtime's %d ms "
-                            "request timeout%s", what, elapsed_ms,
-                            100.0 * elapsed_ms / budget_ms, budget_ms,
-                            " (the runtime drops the plugin)" if late else "")
-
-    def _invoke(self, state: ConnectionState, what: str, call: Callable[[], _T]) -> _T:
-        """Run one handler call, timed; any failure becomes :class:`_HandlerFailedError`."""
-        with self._timed(state, what):
-            try:
-                return call()
-            except HandlerError as exc:
-                raise _HandlerFailedError(StatusCode.UNKNOWN, exc.message) from exc
-            except Exception as exc:
-                _logger.exception("handler %s raised", what)
-                raise _HandlerFailedError(
-                    StatusCode.INTERNAL, f"nri-cpuset {what}: internal error: {exc!r}") from exc
-
     # -- configuration and synchronization --
 
     def _configure(self, state: ConnectionState, payload: bytes) -> Reply:
@@ -164,9 +123,10 @@ class PluginService:
         if req.request_timeout > 0:
             state.request_timeout_ms = req.request_timeout
         try:
-            events = self._invoke(state, "on_configure", lambda: self._configured(info))
+            events = invoke("on_configure", state.request_timeout_ms,
+                            lambda: self._configured(info))
             mask = subscription_mask(events)
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             _logger.error("Configure refused: %s", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
         except ValueError as exc:
@@ -194,25 +154,33 @@ class PluginService:
             return Reply(encode(pb.SynchronizeResponse(more=True)))
         pods, containers = state.sync_pods, state.sync_containers
         state.sync_pods, state.sync_containers = [], []
+        # The handler's time is logged below: a late answer's error line says it too.
+        times: list[HandlerTime] = []
         try:
-            updates = self._invoke(state, "on_synchronize",
-                                   lambda: self._handler.on_synchronize(pods, containers))
-        except _HandlerFailedError as failed:
+            updates = invoke("on_synchronize", state.request_timeout_ms,
+                             lambda: self._handler.on_synchronize(pods, containers),
+                             report=times.append)
+        except HandlerFailedError as failed:
+            times[0].log_if_slow()
             # v0.6.1 would keep the connection but never send events: end it and sync anew.
             _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
             return Reply.error(failed.code, failed.message, close_after=True)
+        [handler_time] = times
         state.synchronized = True  # the service logged the rebuild ("synchronized")
         took_ms = (time.monotonic() - state.sync_started) * 1000.0
         state.sync_started = None
-        if took_ms >= LATE_SYNC_FRACTION * state.request_timeout_ms:
+        budget_ms = state.request_timeout_ms
+        if took_ms >= LATE_SYNC_FRACTION * budget_ms:
             # Past the runtime's deadline it has dropped this answer and left the plugin out:
             # v0.12 closes the connection, v0.6.1 keeps it open and sends no event again, which
             # would leave every later container unplaced (seen under emulation, 2026-11-29).
-            _logger.error("Synchronize answered after %.0f ms, past the runtime's %d ms "
-                          "request timeout: the runtime has left the plugin out; dropping the "
-                          "connection to register and be synchronized again", took_ms,
-                          state.request_timeout_ms)
+            _logger.error("Synchronize answered after %.0f ms, %.0f %% of the runtime's %d ms "
+                          "request timeout (%s took %.1f ms): the runtime has left the plugin "
+                          "out; dropping the connection to register and be synchronized again",
+                          took_ms, 100.0 * took_ms / budget_ms, budget_ms, handler_time.what,
+                          handler_time.elapsed_ms)
             return Reply(encode(pb.SynchronizeResponse(update=updates)), close_after=True)
+        handler_time.log_if_slow()
         return Reply(encode(pb.SynchronizeResponse(update=updates)))
 
     def _shutdown(self, _state: ConnectionState, _payload: bytes) -> Reply:
@@ -224,10 +192,10 @@ class PluginService:
     def _create_container(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.CreateContainerRequest(), payload)
         try:
-            adjust, updates = self._invoke(
-                state, "on_create_container",
+            adjust, updates = invoke(
+                "on_create_container", state.request_timeout_ms,
                 lambda: self._handler.on_create_container(req.pod, req.container))
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         response = pb.CreateContainerResponse(update=updates)
         if adjust is not None:
@@ -237,21 +205,21 @@ class PluginService:
     def _update_container(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.UpdateContainerRequest(), payload)
         try:
-            updates = self._invoke(
-                state, "on_update_container",
+            updates = invoke(
+                "on_update_container", state.request_timeout_ms,
                 lambda: self._handler.on_update_container(req.pod, req.container,
                                                           req.linux_resources))
-        except _HandlerFailedError as failed:
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         return Reply(encode(pb.UpdateContainerResponse(update=updates)))
 
     def _stop_container(self, state: ConnectionState, payload: bytes) -> Reply:
         try:
             req = decode(pb.StopContainerRequest(), payload)
-            updates = self._invoke(
-                state, "on_stop_container",
+            updates = invoke(
+                "on_stop_container", state.request_timeout_ms,
                 lambda: self._handler.on_stop_container(req.pod, req.container))
-        except (_HandlerFailedError, RpcError) as exc:
+        except (HandlerFailedError, RpcError) as exc:
             _logger.warning("StopContainer: %s (answered OK)", exc)
             return Reply(encode(pb.StopContainerResponse()))
         return Reply(encode(pb.StopContainerResponse(update=updates)))
@@ -280,9 +248,9 @@ class PluginService:
         """The one event besides creation and update whose error the runtime acts on: the
         start fails (and the runtime stops the container)."""
         try:
-            self._invoke(state, "on_start_container",
-                         lambda: self._handler.on_start_container(pod, container))
-        except _HandlerFailedError as failed:
+            invoke("on_start_container", state.request_timeout_ms,
+                   lambda: self._handler.on_start_container(pod, container))
+        except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         return Reply()
 
@@ -298,9 +266,9 @@ class PluginService:
     def _removed(self, state: ConnectionState, pod: pb.PodSandbox,
                  container: pb.Container) -> None:
         try:
-            self._invoke(state, "on_remove_container",
-                         lambda: self._handler.on_remove_container(pod, container))
-        except _HandlerFailedError as failed:
+            invoke("on_remove_container", state.request_timeout_ms,
+                   lambda: self._handler.on_remove_container(pod, container))
+        except HandlerFailedError as failed:
             _logger.warning("RemoveContainer %s: %s (answered OK)", container.id, failed.message)
 
     def _stop_pod_sandbox(self, state: ConnectionState, payload: bytes) -> Reply:
@@ -324,9 +292,9 @@ class PluginService:
     def _pod_gone(self, state: ConnectionState, pod: pb.PodSandbox, *, removed: bool) -> None:
         # The runtime only logs errors here, and stops calling later plugins at the first one.
         try:
-            self._invoke(state, "on_pod_sandbox_gone",
-                         lambda: self._handler.on_pod_sandbox_gone(pod, removed=removed))
-        except _HandlerFailedError as failed:
+            invoke("on_pod_sandbox_gone", state.request_timeout_ms,
+                   lambda: self._handler.on_pod_sandbox_gone(pod, removed=removed))
+        except HandlerFailedError as failed:
             _logger.warning("pod %s: %s (answered OK)", pod.id, failed.message)
 
     def _acknowledge(self, _state: ConnectionState, _payload: bytes) -> Reply:

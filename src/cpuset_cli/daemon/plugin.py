@@ -8,7 +8,6 @@ import contextlib
 import gc
 import logging
 import signal
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,13 +21,10 @@ from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
 from cpuset_adapters.nri.session import NriSession, locks_are_safe
-from cpuset_adapters.observability import probes
-from cpuset_adapters.observability.http import Endpoints, Probe, ProbeServer
-from cpuset_adapters.observability.metrics import PluginMetrics, StateSample
+from cpuset_adapters.observability.metrics import PluginMetrics
 from cpuset_adapters.process_memory import limit_heaps, release_free_memory
-from cpuset_adapters.status_socket import serve_status
 from cpuset_adapters.systemd_notify import SystemdNotifier
-from cpuset_cli import state_view
+from cpuset_cli.daemon.introspection import Introspection
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
@@ -41,7 +37,6 @@ from cpuset_core import (
     Topology,
     UpdateTransactionError,
 )
-from cpuset_core.placing import away_by_kind
 from cpuset_service.placement import PlacementService
 from cpuset_service.staged import apply_staged
 
@@ -101,6 +96,8 @@ class Daemon:
     ready_notice: ReadyNotice = field(init=False)
     handler: CpusetNriHandler = field(init=False)
     session: NriSession = field(init=False)
+    introspection: Introspection = field(init=False)
+    """What the daemon shows of itself: gauges, probes, the status document, their servers."""
     start_watch: StartWatch | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,7 +111,11 @@ class Daemon:
                                         locate_devices=self.locate_devices)
         self.session = NriSession(self.handler, name=self.launch.name, index=self.launch.index,
                                   observer=self.metrics)
-        self.metrics.watch(self.sample)
+        self.introspection = Introspection(
+            service=self.service, handler=self.handler, session=self.session,
+            metrics=self.metrics, verifier=self.verifier, status_socket=self.status_socket,
+            listen=self.listen)
+        self.metrics.watch(self.introspection.sample)
         self.start_watch = (None if self.start_probe is None
                             else StartWatch(self.service, self.start_probe))
 
@@ -202,8 +203,8 @@ class Daemon:
         # collection, which lands on whatever hook allocates at that moment, then skips it
         # (measured in-process with 500 containers decided after it: 8-17 ms -> 0.1 ms).
         gc.freeze()
-        status = await self._serve_status()
-        http = self._serve_http()
+        status = await self.introspection.serve_status()
+        http = self.introspection.serve_http()
         pushing = asyncio.create_task(self.service.pusher.run(self._send, quiet=self._may_call),
                                       name="update-pusher")
         watching = (asyncio.create_task(self.config.watch(), name="config-watcher")
@@ -239,76 +240,6 @@ class Daemon:
             await asyncio.sleep(MEMORY_PERIOD)
             if self.session.quiet_for() >= 1.0:
                 release_free_memory()
-
-    async def _serve_status(self) -> asyncio.Server | None:
-        """The status socket is a diagnostic aid: if it cannot be served, say why and pin
-        containers anyway."""
-        if not self.status_socket:
-            return None
-        try:
-            return await serve_status(self.status_socket, self.snapshot)
-        except OSError as exc:
-            _log.error("status socket %s not served (inspect and explain will not work): %s",
-                       self.status_socket, exc)
-            return None
-
-    def _serve_http(self) -> ProbeServer | None:
-        """Metrics and probes are an aid too: a bad or busy address is logged, and the plugin
-        pins containers anyway."""
-        if not self.listen:
-            return None
-        try:
-            server = ProbeServer(self.listen, Endpoints(
-                metrics=self.metrics.exposition, health=self.health, ready=self.readiness))
-        except (OSError, ValueError) as exc:
-            _log.error("metrics and probes not served on %s (no /metrics, /healthz, /readyz): "
-                       "%s", self.listen, exc)
-            return None
-        server.start()
-        return server
-
-    def health(self) -> Probe:
-        """``/healthz`` (any thread): fails only when a hook is stuck."""
-        return probes.health(self.metrics.stuck_hooks())
-
-    def readiness(self) -> Probe:
-        """``/readyz`` (any thread): registered and synchronized."""
-        return probes.readiness(registered=self.session.connected,
-                                synchronized=self.service.synchronized)
-
-    def sample(self) -> StateSample:
-        """What the state gauges show. Runs on the HTTP thread while the event loop may be
-        deciding: the engine and its ledger are read once (the ledger is an immutable value)."""
-        engine = self.service.engine
-        ledger = engine.ledger
-        return StateSample(
-            exclusive_cpus=len(ledger.exclusive), pinned_cpus=len(ledger.pinned),
-            shared_pool_cpus=len(engine.shared_pool()),
-            containers=dict(Counter(entry.kind for entry in ledger.entries.values())),
-            runtime_connected=self.session.connected, synchronized=self.service.synchronized,
-            away_from_devices=away_by_kind(engine.topology, ledger.entries.values()))
-
-    def status_inputs(self) -> state_view.StatusInputs:
-        """What ``inspect`` shows, taken at once (cheap: see ``state_view``)."""
-        runtime = self.handler.runtime
-        return state_view.StatusInputs(
-            committed=state_view.Committed.of(self.service.engine),
-            runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
-            synchronized=self.service.synchronized, known=self.service.pusher.known(),
-            pending=self.service.pusher.pending(), history=self.service.history(),
-            stats=self.service.statistics.snapshot(),
-            kernel_drift={m.container_id: f"{m.describe()} (re-sent {sends}×)"
-                          for m, sends in self.verifier.drifting()}
-            if self.verifier is not None else {})
-
-    async def snapshot(self) -> bytes:
-        """The live state document (``nri-cpuset inspect``), made a slice at a time so that
-        the runtime's hooks, answered on this loop, never wait for a whole document."""
-        pieces = []
-        for piece in state_view.render_slices(self.status_inputs()):
-            pieces.append(piece)
-            await asyncio.sleep(0)
-        return b"".join(pieces)
 
     def reload(self) -> None:
         """SIGHUP: read the configuration file again (validated, then swapped)."""

@@ -64,10 +64,10 @@ def test_the_request_timeout_sizes_the_hook_buckets() -> None:
 
 def test_ready_only_when_registered_and_synchronized() -> None:
     daemon = build()
-    assert not daemon.readiness().ok
+    assert not daemon.introspection.readiness().ok
     daemon.service.synchronized = True
-    assert daemon.readiness().detail == "not registered with the runtime"
-    assert daemon.health().ok
+    assert daemon.introspection.readiness().detail == "not registered with the runtime"
+    assert daemon.introspection.health().ok
 
 
 def test_a_busy_listen_address_is_logged_and_the_plugin_goes_on(
@@ -77,13 +77,13 @@ def test_a_busy_listen_address_is_logged_and_the_plugin_goes_on(
         busy.listen()
         daemon = build(listen=f"127.0.0.1:{busy.getsockname()[1]}")
         with caplog.at_level(logging.ERROR):
-            assert daemon._serve_http() is None
+            assert daemon.introspection.serve_http() is None
     assert "metrics and probes not served on 127.0.0.1:" in caplog.text
 
 
 def test_an_empty_listen_address_serves_nothing() -> None:
     assert build(listen="").listen is None
-    assert build(listen="")._serve_http() is None
+    assert build(listen="").introspection.serve_http() is None
 
 
 def test_run_offers_the_listen_address_and_log_format() -> None:

@@ -22,8 +22,8 @@ from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
 from tests.support.kube_api import serve, write_kubeconfig
+from tests.support.metrics_text import value
 from tests.unit.core.topologies import DUAL_SOCKET
-from tests.unit.observability.test_metrics import value
 
 
 class Recorded(list[PlacementEvent]):

@@ -26,7 +26,7 @@ def test_other_work_on_the_loop_runs_between_the_documents_slices() -> None:
         order.append("hook")
 
     async def read() -> bytes:
-        document = await daemon.snapshot()
+        document = await daemon.introspection.snapshot()
         order.append("document")
         return document
 

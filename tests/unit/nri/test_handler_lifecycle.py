@@ -73,7 +73,7 @@ def test_the_daemon_reports_drift_counts_in_its_stats_and_inspect_document() -> 
                                     socket_path="/nonexistent")
     web = pod("web", qos="burstable")
     daemon.handler.on_synchronize([web], [container("app", web, cpuset="3")])
-    stats = state_view.decode(asyncio.run(daemon.snapshot())).stats
+    stats = state_view.decode(asyncio.run(daemon.introspection.snapshot())).stats
     assert (stats["drift_repaired"], stats["drift_unrepaired"]) == (1, 0)
 
 

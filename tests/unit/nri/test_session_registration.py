@@ -4,14 +4,17 @@ subscription mask, and chunked Synchronize.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
 from cpuset_adapters.nri.handler_port import Event, HandlerError
+from cpuset_adapters.nri.plugin_service import PLUGIN_SERVICE, ConnectionState, PluginService
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.nri.subscription import subscription_mask
+from cpuset_adapters.nri.ttrpc import RequestEnvelope
 from tests.builders.nri import container, pod
 from tests.support.nri_runtime import RuntimeDouble
 from tests.unit.nri.session_harness import WEB, RecordingHandler, scenario, update
@@ -148,7 +151,7 @@ class _Once(dict[str, float]):
 
 
 def test_a_synchronize_answered_too_late_drops_the_connection_and_syncs_again(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # v0.6.1 leaves a plugin whose Synchronize timed out out of its list, its connection open:
     # without the drop no event would ever reach it again.
     handler = RecordingHandler()
@@ -163,5 +166,43 @@ def test_a_synchronize_answered_too_late_drops_the_connection_and_syncs_again(
         assert first.closed.is_set()  # by the plugin
         assert second.ready.is_set()
 
-    scenario(tmp_path, body, handler=handler, version="0.6.1", run_timeout=8.0)
+    with caplog.at_level(logging.WARNING, logger="nri_cpuset"):
+        scenario(tmp_path, body, handler=handler, version="0.6.1", run_timeout=8.0)
     assert handler.names().count("synchronize") == 2
+    [late] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert late.startswith("Synchronize answered after ")
+    assert "of the runtime's 2000 ms request timeout (on_synchronize took " in late
+    assert late.endswith("dropping the connection to register and be synchronized again")
+    assert not [r for r in caplog.records if "slow handler" in r.getMessage()]
+
+
+def synchronize(service: PluginService, state: ConnectionState) -> bool:
+    """One whole Synchronize (a single chunk); whether the answer closes the connection."""
+    request = RequestEnvelope(PLUGIN_SERVICE, "Synchronize",
+                              pb.SynchronizeRequest().SerializeToString())
+    return service.handle(state, request).close_after
+
+
+def test_a_late_synchronize_logs_one_error_saying_how_late_and_what_follows(
+        caplog: pytest.LogCaptureFixture) -> None:
+    handler = RecordingHandler()
+    handler.delay["synchronize"] = 0.12  # 120 % of a 100 ms request timeout
+    with caplog.at_level(logging.DEBUG, logger="nri_cpuset.nri"):
+        assert synchronize(PluginService(handler), ConnectionState(request_timeout_ms=100))
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR
+    message = record.getMessage()
+    assert message.startswith("Synchronize answered after 1")
+    assert "of the runtime's 100 ms request timeout (on_synchronize took 1" in message
+    assert "dropping the connection to register and be synchronized again" in message
+
+
+def test_a_slow_synchronize_in_time_is_logged_as_a_slow_handler_and_keeps_the_connection(
+        caplog: pytest.LogCaptureFixture) -> None:
+    handler = RecordingHandler()
+    handler.delay["synchronize"] = 0.15  # 15 % of a 1 s request timeout
+    with caplog.at_level(logging.DEBUG, logger="nri_cpuset.nri"):
+        assert not synchronize(PluginService(handler), ConnectionState(request_timeout_ms=1000))
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith("slow handler: on_synchronize took 1")

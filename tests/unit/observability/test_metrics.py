@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from cpuset_adapters.observability.metrics import PluginMetrics, StateSample, hook_buckets
 from cpuset_core import Kind
+from tests.support.metrics_text import samples, value
 
 
 class Clock:
@@ -18,16 +18,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def samples(metrics: PluginMetrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(metrics.exposition().decode())
-            for s in family.samples}
-
-
-def value(metrics: PluginMetrics, name: str, **labels: str) -> float | None:
-    return samples(metrics).get((name, frozenset(labels.items())))
 
 
 STATE = StateSample(exclusive_cpus=2, shared_pool_cpus=12, pinned_cpus=2,

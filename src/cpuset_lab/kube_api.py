@@ -12,7 +12,9 @@ content type, token, body). TLS when given a certificate and its key.
 
 It also serves Events (``/apis/events.k8s.io/v1/namespaces/<ns>/events``: ``kube_events``),
 kept in ``events`` by namespace and name, refusing with 422 what the real server finds invalid
-(``kube_event_rules``); the failure modes apply to them alike.
+(``kube_event_rules``); the failure modes apply to them alike. For kubectl it serves discovery
+(``kube_discovery``), the Pods the lab tells it of (``add_pod``; ``kube_pods``) and the events
+in core/v1 (``/api/v1/.../events``: ``kube_core_events``, with field selectors and a Table).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cpuset_lab import kube_events
+from cpuset_lab import kube_core_events, kube_discovery, kube_events, kube_pods
 
 COLLECTION = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
@@ -48,6 +50,7 @@ class FakeApi:
     mode: str = "ok"
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     port: int = 0
@@ -56,6 +59,16 @@ class FakeApi:
     def methods(self) -> list[str]:
         with self.lock:
             return [r.method for r in self.requests]
+
+    def add_pod(self, pod: dict[str, Any]) -> None:
+        """Know ``pod`` (a v1 Pod: ``kube_pods.pod_object``) from now on."""
+        meta = pod["metadata"]
+        with self.lock:
+            self.pods[meta["namespace"], meta["name"]] = pod
+
+    def remove_pod(self, namespace: str, name: str) -> None:
+        with self.lock:
+            self.pods.pop((namespace, name), None)
 
 
 _FAILURES = {"forbidden": (403, "Forbidden"), "crd-missing": (404, "NotFound"),
@@ -95,7 +108,10 @@ class _Handler(BaseHTTPRequestHandler):
             code, reason = _FAILURES[api.mode]
             self._answer(code, _status(code, reason, f"fake {reason}"))
             return
-        if self.path.startswith(kube_events.PREFIX):
+        if self.command == "GET" and (answer := _view(api, self.path,
+                                                      self.headers.get("Accept") or "")):
+            self._answer(*answer)
+        elif self.path.startswith(kube_events.PREFIX):
             with api.lock:
                 self._answer(*kube_events.handle(self.command, self.path,
                                                  self.headers.get("Content-Type") or "", body,
@@ -132,6 +148,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     # http.server dispatches on these names.
     do_GET = do_POST = do_PATCH = do_PUT = _handle  # noqa: N815
+
+
+def _view(api: FakeApi, path: str, accept: str) -> kube_events.Answer | None:
+    """The answer to a GET of discovery, pods or core/v1 events; None for any other path."""
+    if (document := kube_discovery.document(path)) is not None:
+        return 200, document
+    with api.lock:
+        if kube_pods.is_pods(path):
+            return kube_pods.handle(path, api.pods)
+        if kube_core_events.is_core_events(path):
+            return kube_core_events.handle(path, accept, api.events)
+    return None
 
 
 def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -3,13 +3,17 @@
 patch), GET by name and GET of the list, refusing what the real server refuses
 (``kube_event_rules``): 400 for a time that does not decode or a namespace other than the
 URL's, 422 for an invalid event or update, 409 for a name taken, 404 for a missing event, 415
-for a patch type it does not take."""
+for a patch type it does not take. A created event gets a uid, a resourceVersion and a
+creationTimestamp, as from the real server."""
 
 from __future__ import annotations
 
 import copy
+import itertools
 import re
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from cpuset_lab.kube_event_rules import refuse_creation, refuse_update, undecodable
@@ -20,6 +24,8 @@ _PATH = re.compile(r"/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events(?:/([^/]
 Answer = tuple[int, dict[str, Any]]
 Store = dict[tuple[str, str], dict[str, Any]]
 Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+_VERSIONS = itertools.count(1)
 
 
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -69,6 +75,9 @@ def _create(events: Store, namespace: str, body: dict[str, Any]) -> Answer:
         return 422, _invalid(name, refusal)
     if (namespace, name) in events:
         return 409, status(409, "AlreadyExists", f'events.events.k8s.io "{name}" already exists')
+    # What the server adds to every object it creates.
+    meta.update(uid=str(uuid.uuid4()), resourceVersion=str(next(_VERSIONS)),
+                creationTimestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     events[namespace, name] = event
     return 201, event
 
@@ -86,6 +95,7 @@ def _patch(events: Store, key: tuple[str, str], content_type: str, body: dict[st
         return 400, status(400, "BadRequest", f"{refusal[0]}: {refusal[1]}")
     if refusal := refuse_update(new, old):
         return 422, _invalid(name, refusal)
+    new["metadata"] = {**new.get("metadata", {}), "resourceVersion": str(next(_VERSIONS))}
     events[key] = new
     return 200, new
 

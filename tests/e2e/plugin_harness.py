@@ -151,8 +151,8 @@ def recorded(cri: KubeletClient, cid: str) -> CPUSet | None:
 @contextmanager
 def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
         namespace: str = "default", runtime_handler: str = "",
-        annotations: Mapping[str, str] | None = None) -> Iterator[str]:
-    uid = str(uuid.uuid4())
+        annotations: Mapping[str, str] | None = None, uid: str | None = None) -> Iterator[str]:
+    uid = uid or str(uuid.uuid4())
     annotations = {**(annotations or {}), **({KEY: pins} if pins is not None else {})}
     with cri.pod(PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
                          namespace=namespace, annotations=annotations),

@@ -87,11 +87,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, code: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # A client that gave up waiting (the ``slow`` mode outlasts every client's
+            # timeout) is not the fake's failure: no traceback on the run's stderr.
+            self.close_connection = True
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.support.nri_runtime import RuntimeDouble
@@ -43,12 +42,13 @@ def test_the_session_import_path_has_no_grpc() -> None:
     assert result.returncode == 0
 
 
-def test_a_launched_plugin_registers_within_a_second_and_exits_with_its_socket() -> None:
+def test_a_launched_plugin_registers_in_the_runtimes_time_and_exits_with_its_socket() -> None:
+    # The bound is containerd's registration timeout (5 s by default), which the runtime
+    # enforces; how fast it registers is a speed figure: bench/nri_latency.py's cold start.
     async def main() -> None:
         async with RuntimeDouble(version="0.6.1", preinstalled=True) as rt:
             assert rt.plugin_socket is not None
             fd = rt.plugin_socket.fileno()
-            start = time.monotonic()
             # The runtime's environment is exactly these three (§1.2), plus the path to our
             # sources that a launcher wrapper provides; the fd number is passed through as-is.
             child = await asyncio.create_subprocess_exec(
@@ -58,7 +58,6 @@ def test_a_launched_plugin_registers_within_a_second_and_exits_with_its_socket()
             rt.plugin_socket.close()
             try:
                 conn = await rt.wait_registered(timeout=5.0)
-                elapsed = time.monotonic() - start
                 assert (conn.name, conn.index) == ("cpuset", "10")
                 await rt.wait_ready(timeout=5.0)
                 await rt.disconnect()
@@ -67,6 +66,5 @@ def test_a_launched_plugin_registers_within_a_second_and_exits_with_its_socket()
                 if child.returncode is None:
                     child.kill()
                     await child.wait()
-            assert elapsed < 1.0, f"registered {elapsed:.2f} s after exec"
 
     asyncio.run(main())

@@ -37,7 +37,6 @@ Prints figures only; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import statistics
 import subprocess
@@ -50,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dense_fast import HOOK_SECONDS, Exclusive, FastPathBench, config_text
-from dense_node import DenseNode
+from dense_node import DenseNode, cannot_run_here
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
@@ -359,11 +358,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.samples, args.pin_samples = [20, 40], 3, 2
-    if os.geteuid() != 0:
-        print("needs root (it runs containerd)", file=sys.stderr)
-        return 2
-    if len(online_cpus()) < 2:
-        print("needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
+    if (why := cannot_run_here()) is not None:
+        print(why, file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="nri-dense-") as tmp, ExitStack() as stack:
         api = None if args.publisher == "off" else stack.enter_context(serve(args.api))

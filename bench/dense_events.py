@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import sys
@@ -47,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dense_fast import Exclusive, FastPathBench, config_text
-from dense_node import DenseNode
+from dense_node import DenseNode, cannot_run_here
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
@@ -243,11 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.size, args.samples, args.rounds = 40, 2, 1
-    if os.geteuid() != 0:
-        print("needs root (it runs containerd)", file=sys.stderr)
-        return 2
-    if len(online_cpus()) < 2:
-        print("needs two online CPUs (a pin must leave a shared pool)", file=sys.stderr)
+    if (why := cannot_run_here()) is not None:
+        print(why, file=sys.stderr)
         return 2
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nri-dense-events-") as tmp, ExitStack() as stack:

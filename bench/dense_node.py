@@ -8,6 +8,7 @@ one at a time; only CRI CreateContainer is timed for a creation.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from cpuset_adapters.cgroupfs import CgroupReader
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
@@ -26,6 +28,15 @@ SWEEP = 0.02
 """Seconds between reads of the cgroups a convergence waits for (bounds its error)."""
 SETUP_WORKERS = 4
 """Pods run side by side while the node fills (a kubelet runs pod workers in parallel too)."""
+
+
+def cannot_run_here() -> str | None:
+    """Why a dense-node bench cannot run on this machine, or ``None``."""
+    if os.geteuid() != 0:
+        return "needs root (it runs containerd)"
+    if len(online_cpus()) < 2:
+        return "needs two online CPUs (a pin must leave a shared pool)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -27,23 +28,25 @@ print(json.dumps({"failed": failed, "transport": type(client.transport).__name__
 """
 
 
-def test_the_daemons_cri_path_never_imports_grpc(tmp_path: Path) -> None:
+def run_probe(code: str, tmp_path: Path) -> Any:
+    """What ``code`` printed as JSON, run in a fresh interpreter on this tree's sources with a
+    CRI socket path nothing serves as its argument; it must exit 0."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "missing.sock")],
+        [sys.executable, "-c", code, str(tmp_path / "missing.sock")],
         env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def test_the_daemons_cri_path_never_imports_grpc(tmp_path: Path) -> None:
+    report = run_probe(PROBE, tmp_path)
     assert report == {"failed": "UNAVAILABLE", "transport": "H2UnaryTransport", "grpc": []}
 
 
 def test_the_probe_would_see_grpc_if_the_path_imported_it(tmp_path: Path) -> None:
     probe = PROBE.replace("import cpuset_cli.daemon.plugin,",
                           "import cpuset_adapters.cri.grpc_transport, cpuset_cli.daemon.plugin,")
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(tmp_path / "missing.sock")],
-        env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "grpc" in json.loads(result.stdout)["grpc"]
+    assert "grpc" in run_probe(probe, tmp_path)["grpc"]
 
 
 AT_REST = """
@@ -70,9 +73,5 @@ print(json.dumps({"at_rest": at_rest, "failed": failed, "after_a_call": bool(cri
 def test_the_daemon_holds_no_cri_client_until_it_makes_a_cri_call(tmp_path: Path) -> None:
     # The CRI client costs about 2 MiB resident (h2, hpack, the CRI messages); a healthy
     # node's daemon never makes a CRI call, so its memory at rest must not carry it.
-    result = subprocess.run(
-        [sys.executable, "-c", AT_REST, str(tmp_path / "missing.sock")],
-        env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False, timeout=60)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = run_probe(AT_REST, tmp_path)
     assert report == {"at_rest": [], "failed": "UNAVAILABLE", "after_a_call": True}

@@ -43,6 +43,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if GUEST and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in the VM lab, which counts as a failure: {report.longrepr}"
+    guest = getattr(item, "funcargs", {}).get("guest")
+    if GUEST and report.failed and guest is not None and _diagnosed < MAX_DIAGNOSED:
+        from tests.vm import diagnostics
+
+        _count_diagnosed()
+        diagnostics.collect(guest, f"{item.nodeid} ({report.when})")
+
+
+MAX_DIAGNOSED = 3
+"""How many failures get their diagnostics (each takes seconds under emulation)."""
+_diagnosed = 0
+
+
+def _count_diagnosed() -> None:
+    global _diagnosed  # noqa: PLW0603 - one count per pytest session
+    _diagnosed += 1
 
 
 @pytest.fixture(scope="session")

@@ -60,6 +60,10 @@ class StateView:
     """Containers the verifier's last pass found off their placement in the kernel's cgroup
     files: container id → what differs and how often its placement was re-sent."""
     pending_updates: list[str] = field(default_factory=list)
+    records_lagging: list[str] = field(default_factory=list)
+    """Containers the kernel has on their placement whose runtime record (``crictl inspect``)
+    still differs: it follows in the background, or on the runtime's next answers where a
+    call of the plugin's own could deadlock the runtime (decision 51)."""
     draining: str = ""
     """CPUs running containers gave up but may still run on (a move, a shrink or a
     correction the kernel does not show yet): no exclusive owner gets them until a verifier
@@ -101,6 +105,7 @@ class StatusInputs:
     synchronized: bool
     known: Mapping[str, CPUSet] = field(default_factory=dict)
     pending: frozenset[str] = frozenset()
+    records: frozenset[str] = frozenset()
     history: Mapping[str, Sequence[str]] = field(default_factory=dict)
     stats: Mapping[str, int] = field(default_factory=dict)
     kernel_drift: Mapping[str, str] = field(default_factory=dict)
@@ -148,7 +153,8 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         "pinned": {str(cpu): count for cpu, count in sorted(ledger.annot_refs.items())},
         "exclusive": {str(cpu): owner for cpu, owner in sorted(ledger.int_owner.items())},
         "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
-        "pending_updates": sorted(inputs.pending), "draining": committed.draining.format(),
+        "pending_updates": sorted(inputs.pending), "records_lagging": sorted(inputs.records),
+        "draining": committed.draining.format(),
         "stats": dict(inputs.stats)}
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 

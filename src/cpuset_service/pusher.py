@@ -11,7 +11,9 @@ target is skipped. How a batch reaches the runtime is the adapter's (``Sender``)
 With the kernel fast path (:class:`KernelFirst`) a dirty container is written into the kernel
 at once (no runtime lock is involved); only the runtime's *record* then lags, and follows in
 small paced batches, so catching up on 500 containers never holds another CRI call for more
-than a runc update or two. What the kernel refuses goes through the runtime as before."""
+than a runc update or two — or, on a runtime whose NRI locks can deadlock on such a call
+(decision 51), rides only on the answers to the runtime's own calls. What the kernel refuses
+goes through the runtime as before."""
 
 from __future__ import annotations
 
@@ -78,6 +80,11 @@ class UpdatePusher:
         self._kernel: dict[str, tuple[CPUSet, CPUSet | None]] = {}
         """What was last written into each container's cgroup (fast path)."""
         self._kernel_wake = asyncio.Event()
+        self.may_send_records: Callable[[], bool] = lambda: True
+        """Whether a record-only update may go in a call of the plugin's own. Where the
+        runtime's NRI takes its two locks in both orders (containerd 1.7 and 2.1, NRI before
+        v0.12.1) such a call can deadlock the runtime's NRI for good (decision 51): the
+        composition root says so, and records then ride on answers only."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a hook:
@@ -150,8 +157,11 @@ class UpdatePusher:
         self._wake.clear()
 
     def pending(self) -> frozenset[str]:
-        """Containers whose placement is still to be sent (to the kernel or the runtime)."""
-        return frozenset(self._dirty | self._unwritten | self._record)
+        """Containers whose placement is still to go out by itself: to the kernel, or to the
+        runtime in a call of the plugin's own. Records that wait for an answer to ride on
+        (:attr:`may_send_records` false) are not among them: :meth:`record_pending` has them."""
+        records = self._record if self.may_send_records() else set()
+        return frozenset(self._dirty | self._unwritten | records)
 
     def record_pending(self) -> frozenset[str]:
         """Containers the kernel has on their placement whose runtime record still lags."""
@@ -245,9 +255,13 @@ class UpdatePusher:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            if not self._dirty and not self.may_send_records():
+                continue  # the records ride on answers (take_for_answer)
             while not quiet():
                 await asyncio.sleep(QUIET_POLL)
             record_only = not self._dirty
+            if record_only and not self.may_send_records():
+                continue  # the runtime changed while this waited for a quiet spell
             batch = self.take_batch()
             if not batch:
                 continue

@@ -128,7 +128,7 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     the middle, then half of them stopped and removed concurrently: every survivor ends on
     the whole machine again, each container was updated a bounded number of times, and no
     update named a container that was gone. With the kernel fast path the shrink and the
-    growth are written into the cgroups, and the runtime's record of every survivor follows."""
+    growth are written into the cgroups, and the runtime's records follow on its answers."""
     from concurrent.futures import ThreadPoolExecutor
 
     plugin, kernel_first = burst_plugin
@@ -164,12 +164,28 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
     assert len(releases) == 1
     assert " updates=50" in releases[0]
     if kernel_first:
+        # containerd 1.7 and 2.1 (NRI before v0.12.1) can deadlock for good on an
+        # UpdateContainers call of the plugin's own that overlaps an event (decision 51): the
+        # kernel took every shrink and growth, so the plugin made no such call, and the
+        # records that still lag follow on the answers to the runtime's own calls.
         wait_until(lambda: inspect_state(plugin.status)["pending_updates"] == [],
-                   "the runtime's record of every survivor to follow", timeout=60.0)
-        assert [cid[:12] for cid in kept if recorded(cri, cid) != ONLINE] == []
-        stats = inspect_state(plugin.status)["stats"]
+                   "nothing left to go out by itself", timeout=60.0)
+        state = inspect_state(plugin.status)
+        stats = state["stats"]
+        assert stats["update_containers_calls"] == 0, stats
         assert stats["max_updates_per_container"] <= 3  # the shrink's and growth's records
         assert stats["update_failures"] == 0
+        lagging = set(state["records_lagging"])
+        stale = {cid for cid in kept if recorded(cri, cid) != ONLINE}
+        assert stale <= lagging, f"records the plugin does not know lag: {stale - lagging}"
+        with pod(cri, "late", QosClass.BURSTABLE) as late:
+            shared(cri, lab, late, "late")
+        now = set(inspect_state(plugin.status)["records_lagging"])
+        caught_up = lagging - now
+        assert len(caught_up) >= min(len(lagging), 1), "no record rode on the late answers"
+        assert {cid[:12]: recorded(cri, cid) for cid in caught_up
+                if recorded(cri, cid) != ONLINE} == {}
+        print(f"burst: records lagging {len(lagging)}, after one more container {len(now)}")
         return
     # Each container: the pin's shrink and the pin's release, and at most one repair of an
     # update containerd dropped (one aimed at a container being started), which the verifier

@@ -73,6 +73,15 @@ class RegistrationError(Exception):
     """The runtime refused RegisterPlugin, or did not answer it in time."""
 
 
+class UnansweredRegistrationError(RegistrationError):
+    """The runtime did not answer RegisterPlugin in time."""
+
+
+WEDGED_AFTER = 3
+"""Unanswered registrations in a row, after an unanswered UpdateContainers of the plugin's
+own, that make the plugin say the runtime's NRI is most likely deadlocked."""
+
+
 class UpdateContainersError(Exception):
     """The runtime answered UpdateContainers with an error status (typically code 2, "NRI update
     of some containers failed"); it never says which updates failed (§6.3)."""
@@ -103,8 +112,9 @@ def locks_are_safe(nri_version: str) -> bool:
     """Whether UpdateContainers may overlap an event on this runtime. NRI before v0.12.1 (all of
     containerd 1.7) holds its adaptation lock across UpdateContainers and takes it to deliver
     events, while containerd holds its own NRI lock across both in the other order: a call that
-    overlaps the start of an event deadlocks the two until the connection dies (fact sheet
-    §6.3). ``nri_version`` is Configure's (``""`` before v0.12)."""
+    overlaps the start of an event can deadlock the two locks for good — dropping the
+    connection frees neither, only a containerd restart does (containerd#13733, decision 51;
+    fact sheet §6.3). ``nri_version`` is Configure's (``""`` before v0.12)."""
     parts = nri_version.lstrip("v").split(".")
     try:
         version = tuple(int(p.split("-")[0]) for p in parts[:3])
@@ -133,6 +143,9 @@ class NriSession:
         self._index = index
         self._registration_timeout = registration_timeout
         self._conn: _Connection | None = None
+        self._unanswered_since_drop: int | None = None
+        """Registrations left unanswered since a call of ours was dropped unanswered (None:
+        one was answered since, or no call was dropped)."""
 
     @property
     def name(self) -> str:
@@ -197,6 +210,7 @@ class NriSession:
                 _logger.error("UpdateContainers unanswered after %.1f s: dropping the "
                               "connection so the runtime can go on", timeout or 0.0)
                 conn.mux.close("UpdateContainers unanswered")
+                self._unanswered_since_drop = 0
             raise
 
     async def serve(self, sock: socket.socket) -> SessionEnd:
@@ -253,6 +267,8 @@ class NriSession:
                     if inherited:
                         raise
                     _logger.error("%s; retrying in %.1f s", exc, delay)
+                    if isinstance(exc, UnansweredRegistrationError):
+                        self._count_unanswered_registration()
                 else:
                     if inherited:
                         _logger.info("a pre-installed plugin is not reconnected: exiting")
@@ -277,13 +293,29 @@ class NriSession:
         except TimeoutError as exc:
             if not conn.state.configured:
                 conn.mux.close("no RegisterPlugin reply")
-                raise RegistrationError(
+                raise UnansweredRegistrationError(
                     f"no RegisterPlugin reply within {self._registration_timeout} s") from exc
             # Configure came, so the runtime accepted us; only its reply is late.
         except ConnectionLostError:
             return  # serve() reports why
         conn.registered = True
+        self._unanswered_since_drop = None
         _logger.info("registered with the runtime as %s-%s", self._index, self._name)
+
+    def _count_unanswered_registration(self) -> None:
+        """Say once, plainly, what an operator must do when the runtime's NRI stays silent
+        after a call of ours went unanswered: the lock inversion of NRI before v0.12.1 is
+        permanent, and no reconnection can free it (decision 51)."""
+        if self._unanswered_since_drop is None:
+            return
+        self._unanswered_since_drop += 1
+        if self._unanswered_since_drop == WEDGED_AFTER:
+            _logger.error(
+                "the runtime has answered no RegisterPlugin (%d tries) since an UpdateContainers "
+                "call of the plugin's own went unanswered: its NRI is most likely deadlocked "
+                "(NRI before v0.12.1, containerd#13733); no container can start on this node "
+                "until the runtime restarts (systemctl restart containerd), and the plugin "
+                "reconnects and synchronizes by itself then", WEDGED_AFTER)
 
     def _disconnected(self) -> None:
         try:

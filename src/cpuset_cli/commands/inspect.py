@@ -59,7 +59,8 @@ def _render(view: state_view.StateView) -> None:
         trailer.append("exclusive: " + ", ".join(f"{cpu}={owners.get(o, o[:12])}"
                                                  for cpu, o in view.exclusive.items()))
     trailer.append(f"drift: {', '.join(view.drift) if view.drift else 'none'}; pending live "
-                   f"updates: {len(view.pending_updates)}")
+                   f"updates: {len(view.pending_updates)}; runtime records lagging: "
+                   f"{len(view.records_lagging)}")
     if view.draining:
         trailer.append(f"draining: {view.draining} (given up, not yet seen left in the kernel: "
                        f"kept from exclusive use)")

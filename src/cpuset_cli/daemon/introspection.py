@@ -92,7 +92,8 @@ class Introspection:
             committed=state_view.Committed.of(self.service.engine),
             runtime=f"{runtime.runtime_name} {runtime.runtime_version}" if runtime else "",
             synchronized=self.service.synchronized, known=self.service.pusher.known(),
-            pending=self.service.pusher.pending(), history=self.service.history(),
+            pending=self.service.pusher.pending(),
+            records=self.service.pusher.record_pending(), history=self.service.history(),
             stats=self.service.statistics.snapshot(),
             kernel_drift={m.container_id: f"{m.describe()} (re-sent {sends}×)"
                           for m, sends in self.verifier.drifting()}

@@ -118,6 +118,7 @@ class Daemon:
         self.metrics.watch(self.introspection.sample)
         self.start_watch = (None if self.start_probe is None
                             else StartWatch(self.service, self.start_probe))
+        self.service.pusher.may_send_records = self._locks_safe
 
     def _locks_safe(self) -> bool:
         info = self.handler.runtime
@@ -156,6 +157,11 @@ class Daemon:
         Configure) is never synchronized: take the inventory over CRI instead."""
         if self.request_budget is not None and info.request_timeout_ms > 0:
             self.request_budget(info.request_timeout_ms / 1000)
+        if not locks_are_safe(info.nri_version):
+            _log.info("the runtime's NRI can deadlock on an UpdateContainers call that "
+                      "overlaps an event (NRI before v0.12.1, containerd#13733): the runtime's "
+                      "record of what the plugin wrote into the kernel follows on the answers "
+                      "to the runtime's own calls only, never in a call of the plugin's own")
         if self.config is not None and info.config.strip():
             self.config.apply_runtime_config(info.config)
             self.cri_socket = self.config.current.runtime.cri_socket

@@ -46,6 +46,11 @@ class RuntimeDouble:
         """Set to a message to answer RegisterPlugin with that error (code 2)."""
         self.update_error: tuple[int, str] | None = None
         """Set to ``(code, message)`` to fail UpdateContainers with that status."""
+        self.deadlock_on_update = False
+        """Set to make the next UpdateContainers deadlock the runtime's NRI for good, as NRI
+        before v0.12.1 does when the call overlaps an event (decision 51): that call and every
+        later RegisterPlugin go unanswered."""
+        self.deadlocked = False
         self.update_requests: list[pb.UpdateContainersRequest] = []
         self.update_arrived = asyncio.Event()
         self.violations: list[str] = []

@@ -26,6 +26,11 @@ async def serve(conn: PluginConnection, stream: int, request: ttrpc_pb2.Request)
         await _register(conn, stream, pb.RegisterPluginRequest.FromString(request.payload))
     elif request.method == "UpdateContainers":
         update = pb.UpdateContainersRequest.FromString(request.payload)
+        if rt.deadlock_on_update:
+            rt.deadlocked = True  # the two locks wait on each other: no answer, ever
+            rt.update_requests.append(update)
+            rt.update_arrived.set()
+            return
         async with rt.nri_lock:  # containerd's NRI lock (§6.3)
             rt.update_requests.append(update)
             rt.update_arrived.set()
@@ -40,6 +45,8 @@ async def serve(conn: PluginConnection, stream: int, request: ttrpc_pb2.Request)
 
 async def _register(conn: PluginConnection, stream: int, req: pb.RegisterPluginRequest) -> None:
     conn.register_calls += 1
+    if conn.runtime.deadlocked:
+        return  # registration waits for the adaptation lock the stuck call holds
     if conn.register_calls > 1:  # the runtime blocks in a 1-slot channel (§1.3)
         conn.runtime.violations.append("second RegisterPlugin on one connection")
         return

@@ -5,7 +5,7 @@ record following in small batches, and a Synchronize that prefers the kernel's v
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_core import ContainerUpdate, CPUSet, Kind
@@ -135,6 +135,68 @@ def test_the_pool_grows_back_in_the_kernel_at_once_and_the_record_follows_in_sma
     assert set(last.values()) == {"0-15"}  # a record sent while pg ran is sent again
     assert {cid: cpus.format() for cid, cpus in pusher.known().items()} == {
         f"id-app{n}-0123456789": "0-15" for n in range(5)}
+
+
+def _five_shared_and_pg(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementService]:
+    handler, service = with_kernel(kernel)
+    for n in range(5):
+        web = pod(f"web{n}", qos="burstable")
+        handler.on_create_container(web, container(f"app{n}", web))
+    db = pod("db")
+    handler.on_create_container(db, container("pg", db, cpus=2))
+    return handler, service
+
+
+def _sent_in_the_background(service: PlacementService,
+                            then: Callable[[], object] = lambda: None) -> list[str]:
+    """Run the pusher (the runtime always quiet), call ``then``, let it work; what it sent."""
+    sent: list[str] = []
+
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.extend(f"{u.container_id}={u.cpus}" for u in batch)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(service.pusher.run(send))
+        await asyncio.sleep(0.05)
+        then()
+        await asyncio.sleep(0.3)
+        task.cancel()
+
+    asyncio.run(scenario())
+    return sent
+
+
+def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answers_only(
+        ) -> None:
+    """Decision 51: the kernel has every shrink; the runtime's record waits for answers."""
+    kernel = FakeKernel()
+    handler, service = _five_shared_and_pg(kernel)
+    pusher = service.pusher
+    pusher.may_send_records = lambda: False
+    assert len(kernel.cpus) == 5
+    assert _sent_in_the_background(service) == []
+    assert pusher.pending() == frozenset()  # nothing goes out by itself
+    assert len(pusher.record_pending()) == 5  # but the records still lag
+    late = pod("late", qos="burstable")
+    _, updates = handler.on_create_container(late, container("late", late))
+    assert len(updates) == pusher_module.RECORD_PER_ANSWER  # they ride on the answer
+    assert len(pusher.record_pending()) == 5 - pusher_module.RECORD_PER_ANSWER
+    pusher.may_send_records = lambda: True  # a runtime with NRI v0.12.1 or later
+    assert pusher.pending() == pusher.record_pending()
+
+
+def test_there_what_the_kernel_refuses_still_goes_in_a_call_of_its_own() -> None:
+    """Nothing else would apply it: the pool's growth the kernel would not take is sent, the
+    records of what it took are not."""
+    refused = "id-app0-0123456789"
+    kernel = FakeKernel(refuse=frozenset({refused}))
+    handler, service = _five_shared_and_pg(kernel)
+    service.pusher.may_send_records = lambda: False
+    db = pod("db")
+    sent = _sent_in_the_background(
+        service, lambda: handler.on_remove_container(db, container("pg", db, cpus=2)))
+    assert sent == [f"{refused}=0-15"]
+    assert len(service.pusher.record_pending()) == 4
 
 
 def test_an_answer_carries_only_a_few_record_only_updates() -> None:

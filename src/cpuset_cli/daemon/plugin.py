@@ -38,6 +38,7 @@ from cpuset_core import (
     UpdateTransactionError,
 )
 from cpuset_service.placement import PlacementService
+from cpuset_service.pusher import QUIET_POLL
 from cpuset_service.staged import apply_staged
 
 if TYPE_CHECKING:  # imported by the composition root only when [events] is on
@@ -134,6 +135,14 @@ class Daemon:
             return False
         return self.session.quiet_for() >= QUIET
 
+    async def _send_when_quiet(self, updates: Sequence[ContainerUpdate]) -> None:
+        """One step of a staged transaction of the plugin's own (what the kernel refused),
+        with the pusher's care: after a quiet spell where the runtime's locks can deadlock,
+        and patiently there (decision 51)."""
+        while not self._may_call():
+            await asyncio.sleep(QUIET_POLL)
+        await self._send(updates)
+
     async def _send(self, updates: Sequence[ContainerUpdate]) -> None:
         if self._locks_safe():
             await self.session.apply_updates(updates)
@@ -188,8 +197,12 @@ class Daemon:
             return
         written, updates = self.service.pusher.kernel.apply(plan.updates)
         self.service.pusher.kernel_applied(written)
+        if updates and not self._locks_safe() and isinstance(self.endpoint, InheritedSocket):
+            # It never calls UpdateContainers there (_may_call): they ride on answers.
+            self.service.pusher.refused(u.container_id for u in updates)
+            return
         try:
-            await apply_staged(self.session.apply_updates, updates, "topology change",
+            await apply_staged(self._send_when_quiet, updates, "topology change",
                                observer=self.service.observer)
         except UpdateTransactionError as exc:
             _log.error("%s; retrying from the background", exc)

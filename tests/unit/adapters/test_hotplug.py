@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cpuset_adapters.hotplug import OnlineCpuWatcher
+from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_cli import bootstrap
 from cpuset_core import ContainerUpdate, CPUSet, Topology
@@ -74,8 +75,12 @@ class RecordingSession:
     def __init__(self) -> None:
         self.batches: list[dict[str, str]] = []
 
-    async def apply_updates(self, updates: Sequence[ContainerUpdate]) -> None:
+    async def apply_updates(self, updates: Sequence[ContainerUpdate], *,
+                            timeout: float | None = None) -> None:
         self.batches.append({u.container_id: u.cpus.format() for u in updates})
+
+    def quiet_for(self) -> float:
+        return 60.0  # the runtime has been quiet: calls of the plugin's own may go
 
 
 def test_the_daemon_moves_containers_off_a_cpu_that_went_offline_and_back(sysfs: Path) -> None:
@@ -116,3 +121,30 @@ def test_the_daemon_moves_containers_off_a_cpu_that_went_offline_and_back(sysfs:
     assert daemon.service.engine.shared_pool() == CPUSet.parse("0-15") - moved
     history = daemon.service.history()["id-pg-0123456789"]
     assert any("moved at topology change" in e for e in history)
+
+
+def test_pre_installed_on_an_older_runtime_a_hotplug_move_rides_on_answers(sysfs: Path) -> None:
+    """Without the kernel fast path, a pre-installed plugin on a runtime whose NRI locks can
+    deadlock (no NRI version in Configure: before v0.12) makes no UpdateContainers call for a
+    CPU gone offline: the move waits for the next answer (decision 51)."""
+    daemon = bootstrap.build_daemon(SysfsTopologySource(sysfs),
+                                    environ={"NRI_PLUGIN_SOCKET": "3"}, name="nri-cpuset",
+                                    index="99", hotplug_interval=0.01, kernel_updates=False)
+    session = RecordingSession()
+    daemon.session = session  # type: ignore[assignment]
+    handler = daemon.handler
+    # containerd 2.1 (NRI v0.8): it sends timeouts, not its NRI version.
+    handler.on_configure(RuntimeInfo(runtime_name="containerd", runtime_version="2.1.9",
+                                     registration_timeout_ms=5000, request_timeout_ms=2000))
+    handler.on_synchronize([], [])
+    db = pod("db")
+    adjust, _ = handler.on_create_container(db, container("pg", db, cpus=1))
+    assert adjust is not None
+    gone = CPUSet.parse(adjust.linux.resources.cpu.cpus).first()
+    online_file(sysfs).write_text((CPUSet.parse("0-15") - CPUSet([gone])).format())
+    asyncio.run(daemon.topology_changed(SysfsTopologySource(sysfs).read_topology()))
+    assert session.batches == []
+    assert "id-pg-0123456789" in daemon.service.pusher.pending()
+    late = pod("late", qos="burstable")
+    _, updates = handler.on_create_container(late, container("app", late))
+    assert "id-pg-0123456789" in {u.container_id for u in updates}

@@ -135,6 +135,15 @@ class Daemon:
             return False
         return self.session.quiet_for() >= QUIET
 
+    async def _apply_corrections(self, updates: Sequence[ContainerUpdate]) -> None:
+        """One step of the CRI inventory's corrections: into the kernel first, the rest on
+        the answers to the runtime's next calls. The inventory runs on NRI before v0.7 only,
+        whose locks a call of the plugin's own can deadlock, and a pre-installed plugin's
+        connection, once dropped, is never given back (decision 51)."""
+        written, rest = self.service.pusher.kernel.apply(updates)
+        self.service.pusher.kernel_applied(written)
+        self.service.pusher.refused(u.container_id for u in rest)
+
     async def _send_when_quiet(self, updates: Sequence[ContainerUpdate]) -> None:
         """One step of a staged transaction of the plugin's own (what the kernel refused),
         with the pusher's care: after a quiet spell where the runtime's locks can deadlock,
@@ -181,7 +190,7 @@ class Daemon:
         if info.registration_timeout_ms == 0 and self.inventory is None:
             _log.info("the runtime does not synchronize pre-installed plugins: reading running "
                       "containers over CRI at %s", self.cri_socket)
-            inventory = CriInventory(self.service, self.session.apply_updates, self.cri_socket)
+            inventory = CriInventory(self.service, self._apply_corrections, self.cri_socket)
             self.inventory = asyncio.get_running_loop().create_task(inventory.take(),
                                                                     name="cri-inventory")
 

@@ -185,3 +185,27 @@ def test_an_inventory_that_misses_a_just_decided_container_does_not_free_its_cpu
     z = service.admit(later, Facts(id="c-z", sandbox_id="s-z", name="z", cpu_quota=200_000,
                                    cpu_period=100_000))
     assert z.placement.cpus.isdisjoint(held)
+
+
+def test_the_inventorys_corrections_make_no_call_of_the_plugins_own() -> None:
+    """The inventory runs on containerd 1.7 only, whose NRI a call of the plugin's own can
+    deadlock for good (decision 51): what the kernel does not take rides on the next answers."""
+    from tests.builders.nri import container, pod
+
+    daemon = bootstrap.build_daemon(
+        StaticTopologySource(build_topology(DUAL_SOCKET_HT)), environ={"NRI_PLUGIN_SOCKET": "3"},
+        name="nri-cpuset", index="99", cri_socket="/nonexistent/cri.sock",
+        kernel_updates=False)
+    runtime = Runtime()
+    daemon.session.apply_updates = runtime.send  # type: ignore[method-assign]
+    web = pod("web", qos="burstable")
+    daemon.handler.on_create_container(web, container("app", web))
+    app = "id-app-0123456789"
+    daemon.service.pusher.forget(app)  # the runtime's record is not known to be right
+    pool = daemon.service.engine.shared_pool().format()
+    asyncio.run(daemon._apply_corrections([update(app, "0", pool)]))
+    assert runtime.calls == []
+    assert app in daemon.service.pusher.pending()
+    late = pod("late", qos="burstable")
+    _, updates = daemon.handler.on_create_container(late, container("late", late))
+    assert app in {u.container_id for u in updates}

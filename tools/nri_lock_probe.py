@@ -8,13 +8,15 @@ runs ``nri-cpuset run`` either as shipped or told that the locks are safe (``--l
 its own calls then go out at once, as on NRI >= v0.12.1), and drives bursts of shared pods with
 a pin arriving mid-burst, then stops and removes them all while the plugin sends the pool's
 growth. A CRI call that takes longer than ``--stuck`` seconds (or hits its deadline) means the
-runtime is deadlocked; the plugin is then stopped, which frees it.
+runtime is deadlocked: the probe then asks containerd for its goroutines (SIGUSR1), prints the
+ones waiting on a lock in NRI code, and tries a pod again with the plugin running and after it
+exited (decision 51: on 1.7.24 neither frees it; only a containerd restart does).
 
     NRI_CPUSET_RUNTIME=2.x python tools/nri_lock_probe.py --locks-safe   # root, lab installed
 
 Prints the runtime, the NRI version Configure named, each repetition's slowest CRI call and a
 verdict; exit code 1 when a call was stuck. Not a test: on a runtime that deadlocks it wedges
-containerd for as long as the plugin stays connected.
+its lab containerd for good (the probe stops it at the end).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,6 +114,41 @@ def start_plugin(lab: LabContainerd, log: Path, *, locks_safe: bool) -> subproce
     return plugin
 
 
+def what_waits(lab: LabContainerd, work: Path) -> str:
+    """containerd's goroutines (SIGUSR1 makes it log them) that wait on a mutex in NRI code,
+    kept whole in ``goroutines.txt``."""
+    if lab.pid is None:
+        return "containerd is not running"
+    log = lab.config.log_path
+    before = log.stat().st_size
+    os.kill(lab.pid, signal.SIGUSR1)
+    time.sleep(3)
+    with log.open("rb") as text:
+        text.seek(before)
+        dump = text.read().decode(errors="replace").replace("\\n", "\n").replace("\\t", "\t")
+    (work / "goroutines.txt").write_text(dump)
+    stacks = [g for g in dump.split("\n\n") if "nri" in g and "Lock" in g]
+    lines = [f"{len(stacks)} goroutine(s) waiting on a lock in NRI code (all in "
+             f"{work / 'goroutines.txt'}):"]
+    for stack in stacks:
+        frames = [f.strip() for f in stack.splitlines()
+                  if "(" in f and not f.startswith("\t") and "runtime." not in f]
+        lines.append("  " + stack.splitlines()[0].strip() + ": " + " <- ".join(frames[:8]))
+    return "\n".join(lines)
+
+
+def answers_again(probe: Probe, within: float) -> str:
+    """Whether a call that passes through NRI (a pod run and removed) goes through."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            probe.gone(probe.run_pod(f"after-{int(time.monotonic())}"))
+            return "the runtime answers again"
+        except Stuck as stuck:
+            last = str(stuck)
+    return f"still stuck after {within:.0f} s ({last})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locks-safe", action="store_true",
@@ -139,9 +177,15 @@ def main() -> int:
     except Stuck as stuck:
         print(f"DEADLOCK: {stuck}", flush=True)
         verdict = 1
-    finally:
-        plugin.terminate()  # a connected plugin is what keeps a deadlocked runtime stuck
+        print(what_waits(lab, work), flush=True)
+        print(f"with the plugin still running: {answers_again(probe, 60)}", flush=True)
+        plugin.terminate()
         plugin.wait(timeout=15)
+        print(f"after the plugin exited: {answers_again(probe, 60)}", flush=True)
+    finally:
+        if plugin.poll() is None:
+            plugin.terminate()
+            plugin.wait(timeout=15)
         lab.close()
     if not verdict:
         print(f"no deadlock in {args.repeats} repetitions: slowest CRI call "

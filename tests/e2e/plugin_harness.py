@@ -148,6 +148,29 @@ def recorded(cri: KubeletClient, cid: str) -> CPUSet | None:
     return CPUSet.parse(value) if isinstance(value, str) and value else None
 
 
+def records_follow(plugin: Plugin, lab: LabContainerd, cri: KubeletClient,
+                   expected: Mapping[str, CPUSet], *, tries: int = 12) -> None:
+    """Until every container's runtime record is its ``expected`` cpuset. On these runtimes
+    (NRI before v0.12.1) the plugin makes no call of its own for a record (decision 51): they
+    ride on the runtime's answers, so each try runs and removes a shared pod for them to ride
+    on. Meanwhile the plugin must list as lagging every container whose record differs."""
+    for attempt in range(tries):
+        stale = {cid: recorded(cri, cid) for cid, cpus_ in expected.items()
+                 if recorded(cri, cid) != cpus_}
+        if not stale:
+            return
+        state = inspect_state(plugin.status)
+        lagging = {*state["records_lagging"], *state["pending_updates"]}
+        assert set(stale) <= lagging, (
+            f"records differ that the plugin does not list as lagging: "
+            f"{ {cid[:12]: str(v) for cid, v in stale.items() if cid not in lagging} }")
+        with pod(cri, f"rider-{attempt}", QosClass.BURSTABLE) as rider:
+            shared(cri, lab, rider, "rider")
+    stale = {cid[:12]: str(recorded(cri, cid)) for cid, cpus_ in expected.items()
+             if recorded(cri, cid) != cpus_}
+    assert not stale, f"records still lag after {tries} pods to ride on: {stale}"
+
+
 @contextmanager
 def pod(cri: KubeletClient, name: str, qos: QosClass, *, pins: str | None = None,
         namespace: str = "default", runtime_handler: str = "",

@@ -22,7 +22,7 @@ from tests.e2e.plugin_harness import (
     integer,
     needs_two_cpus,
     pod,
-    recorded,
+    records_follow,
     serving,
     shared,
     wait_until,
@@ -72,8 +72,7 @@ def test_shared_containers_are_off_a_new_exclusive_containers_cpus_when_its_star
             mine = cpus(cri, pg)  # read right after StartContainer returned
             assert len(mine) == 1
             assert on_cpus(cri, apps, ONLINE - mine) == []
-            wait_until(lambda: all(recorded(cri, a) == ONLINE - mine for a in apps),
-                       "the runtime's record of every shared container to follow")
+            records_follow(plugin, lab, cri, dict.fromkeys(apps, ONLINE - mine))
         wait_until(lambda: on_cpus(cri, apps, ONLINE) == [], "the pool to grow back")
 
         with pod(cri, "io", QosClass.BURSTABLE, pins=str(last)) as io:
@@ -81,7 +80,6 @@ def test_shared_containers_are_off_a_new_exclusive_containers_cpus_when_its_star
             assert cpus(cri, pinned) == CPUSet([last])
             assert on_cpus(cri, apps, ONLINE - CPUSet([last])) == []
         wait_until(lambda: on_cpus(cri, apps, ONLINE) == [], "the pool to grow back")
-        wait_until(lambda: all(recorded(cri, a) == ONLINE for a in apps),
-                   "the runtime's record of every shared container to follow", timeout=20)
+        records_follow(plugin, lab, cri, dict.fromkeys(apps, ONLINE))
     if fast_path:
         assert "kernel write refused" not in plugin.text()

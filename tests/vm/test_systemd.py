@@ -161,7 +161,8 @@ def test_a_daemon_reload_while_the_runtimes_record_catches_up_leaves_every_place
     a pin's answer and after a pin leaves, their units' ``AllowedCPUs`` with them (decision
     37); the runtime's record follows later. A ``daemon-reload`` in between must leave every
     placement right: it re-applies the new ``AllowedCPUs`` (or, where systemd could not be
-    told, the stale ones, which the verifier puts back), and the record must catch up.
+    told, the stale ones, which the verifier puts back); the record follows on the runtime's
+    own calls (decision 51).
     ``test_systemd_reload.py`` holds the strict form: no sample on an exclusive CPU at all."""
     guest.cri.stop_pod(placed.io_pod)
     guest.cri.remove_pod(placed.io_pod)

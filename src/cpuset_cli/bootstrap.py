@@ -73,7 +73,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     containers' cgroups under ``cgroup_root`` every ``verify_period`` seconds and after each
     burst (0 disables it). ``kernel_updates``: other containers' cpusets are written into
     their cgroups under ``cgroup_root`` before the runtime is answered (when that tree is
-    writable), the runtime's record following in the background; ``systemd_units``: for
+    writable), the runtime's record following later (decision 51); ``systemd_units``: for
     containers that are systemd scopes, their units' properties too, over D-Bus. Containers
     not seen to
     start are asked about over CRI at ``cri_socket`` and give their CPUs back when they will
@@ -206,7 +206,7 @@ def _kernel_path(scopes: SystemdScopeWriter, unusable: str, enabled: bool) -> st
         return "through the runtime only: runtime.kernel_updates = false"
     writer = scopes.files
     return (f"kernel first (cgroup v{writer.version} under {writer.root}), the runtime's "
-            f"record following in the background; {writer.balance_note}; "
+            f"record following later; {writer.balance_note}; "
             f"{_scopes_note(scopes)}")
 
 

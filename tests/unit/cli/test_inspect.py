@@ -54,6 +54,17 @@ def test_state_view_lists_containers_refcounts_owners_and_drift() -> None:
     assert state_view.decode(state_view.encode(view)) == view
 
 
+def test_lagging_runtime_records_are_listed_apart_from_pending_updates() -> None:
+    """Decision 51: a record that waits for an answer to ride on is not pending."""
+    inputs = state_view.StatusInputs(committed=state_view.Committed.of(engine_with_three()),
+                                     runtime="containerd 1.7.24", synchronized=True,
+                                     pending=frozenset({"id-db"}),
+                                     records=frozenset({"id-web", "id-io"}))
+    view = state_view.decode(state_view.render(inputs))
+    assert view.pending_updates == ["id-db"]
+    assert view.records_lagging == ["id-io", "id-web"]
+
+
 def crowded_engine(count: int) -> CpusetEngine:
     engine = CpusetEngine(build_topology(DUAL_SOCKET_HT))
     for n in range(count):

@@ -112,6 +112,8 @@ class UpdatePusher:
             self._kernel[cid] = (update.cpus, update.mems)
             if self._sent.get(cid) != (update.cpus, update.mems):
                 self._record.add(cid)
+            else:  # back where its record already is (a pool that shrank and grew back)
+                self._record.discard(cid)
         if self._record:
             self._wake.set()
 

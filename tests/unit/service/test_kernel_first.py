@@ -185,6 +185,21 @@ def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answ
     assert pusher.pending() == pusher.record_pending()
 
 
+def test_a_record_is_not_lagging_once_the_kernel_is_back_where_the_record_is() -> None:
+    """The pool shrinks for pg (records lag), grows back when pg leaves: every shared
+    container's record, set to the whole machine at its creation, is right again."""
+    kernel = FakeKernel()
+    handler, service = _five_shared_and_pg(kernel)
+    service.pusher.may_send_records = lambda: False
+    assert len(service.pusher.record_pending()) == 5
+    db = pod("db")
+    sent = _sent_in_the_background(
+        service, lambda: handler.on_remove_container(db, container("pg", db, cpus=2)))
+    assert sent == []
+    assert set(kernel.cpus.values()) == {"0-15"}
+    assert service.pusher.record_pending() == frozenset()
+
+
 def test_there_what_the_kernel_refuses_still_goes_in_a_call_of_its_own() -> None:
     """Nothing else would apply it: the pool's growth the kernel would not take is sent, the
     records of what it took are not."""
@@ -196,7 +211,8 @@ def test_there_what_the_kernel_refuses_still_goes_in_a_call_of_its_own() -> None
     sent = _sent_in_the_background(
         service, lambda: handler.on_remove_container(db, container("pg", db, cpus=2)))
     assert sent == [f"{refused}=0-15"]
-    assert len(service.pusher.record_pending()) == 4
+    # The four the kernel grew back are where their records have been since their creation.
+    assert service.pusher.record_pending() == frozenset()
 
 
 def test_an_answer_carries_only_a_few_record_only_updates() -> None:

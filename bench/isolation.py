@@ -88,6 +88,30 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
                    rounds=args.rounds if args.rounds is not None else base.rounds)
 
 
+def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir: Path) -> None:
+    """What the run measures, printed before its tables."""
+    work = sizes.workload
+    print(f"isolation bench on containerd {lab.runtime.name}, {len(online_cpus())} CPUs; "
+          f"probe: {work.work_us} µs of work every {work.period_us} µs, {work.periods} periods, "
+          f"SCHED_OTHER, Guaranteed 1 CPU; job {work.job_ms} ms on the idle machine "
+          f"({calibration.loops_per_ms} loops/ms)")
+    print(f"neighbours: {sizes.spinners} spinning (BestEffort and Burstable 1-CPU weighted in "
+          f"turn) and a disk writer (dd oflag=direct, 4 KiB) under {workdir}")
+    for case in CASES:
+        print(f"  {case.name}: {case.what}")
+    print(f"  not measured: {NOT_YET}")
+    print("lateness = when the period's work finished - (deadline + work); skipped = deadlines "
+          "passed while working; inv. cs = involuntary context switches; dev irq/s = device "
+          "interrupts on the probe's CPUs", flush=True)
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
 def cannot_run_here() -> str | None:
     if os.geteuid() != 0:
         return "needs root (it runs containerd)"
@@ -100,16 +124,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="2 000 periods, a 0.3 s job, 2 spinners, 1 round (a smoke run)")
-    parser.add_argument("--periods", type=int, default=None)
-    parser.add_argument("--spinners", type=int, default=None)
-    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--periods", type=positive, default=None)
+    parser.add_argument("--spinners", type=int, default=None, choices=range(9),
+                        metavar="0..8")
+    parser.add_argument("--rounds", type=positive, default=None)
     args = parser.parse_args()
     if (why := cannot_run_here()) is not None:
         print(why, file=sys.stderr)
         return 2
     sizes = sizes_from(args)
     check_cases(CASES)
-    work = sizes.workload
     with tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp:
         workdir = Path(tmp)
         probe_dir = probe.build(workdir / "build").parent
@@ -119,18 +143,7 @@ def main() -> int:
             lab.import_image()
             node = IsolationNode(lab, workdir, probe_dir)
             calibration = calibrate(node)
-            print(f"isolation bench on containerd {lab.runtime.name}, {len(online_cpus())} CPUs; "
-                  f"probe: {work.work_us} µs of work every {work.period_us} µs, "
-                  f"{work.periods} periods, SCHED_OTHER, Guaranteed 1 CPU; job "
-                  f"{work.job_ms} ms on the idle machine ({calibration.loops_per_ms} loops/ms)")
-            print(f"neighbours: {sizes.spinners} spinning (BestEffort and Burstable 1-CPU "
-                  f"weighted in turn) and a disk writer (dd oflag=direct, 4 KiB) under {tmp}")
-            for case in CASES:
-                print(f"  {case.name}: {case.what}")
-            print(f"  not measured: {NOT_YET}")
-            print("lateness = when the period's work finished - (deadline + work); skipped = "
-                  "deadlines passed while working; inv. cs = involuntary context switches; "
-                  "dev irq/s = device interrupts on the probe's CPUs", flush=True)
+            describe(lab, sizes, calibration, workdir)
             for n in range(sizes.rounds):
                 results = [measure(node, case, sizes, calibration) for case in CASES]
                 print(f"\n== round {n + 1} of {sizes.rounds}")

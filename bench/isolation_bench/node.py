@@ -1,6 +1,7 @@
 """The lab's side of the benchmark: the neighbours run as pods on the lab's containerd, the
 plugin started and stopped, and the probe run in a Guaranteed 1-CPU pod with the probe's build
-directory bind-mounted read-only; its output read back from its CRI log."""
+directory bind-mounted read-only; its output read back from its CRI log. Every pod's cgroups
+carry the weights a kubelet gives them (``weights.py``) while the probe runs."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.cri_log import cri_log_lines
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.plugin_process import PluginProcess
 from cpuset_lab.pod_spec import Mount, PodSpec, QosClass, cgroup_parent
-from cpuset_lab.resources import container_resources, guaranteed
+from cpuset_lab.resources import container_resources, guaranteed, milli_cpus
 from isolation_bench import interrupts
 from isolation_bench.cases import IO_MOUNT, Case, Neighbour
 from isolation_bench.probe import MOUNT_POINT
+from isolation_bench.weights import PodWeight, WeightWriter, kubelet_shares
 
 NAMESPACE = "isolation"
 SETTLE = 1.0
@@ -49,6 +52,8 @@ class IsolationNode:
         self.io_dir = workdir / "io"
         self.io_dir.mkdir(parents=True, exist_ok=True)
         self.runs = 0
+        self.pods: list[PodWeight] = []
+        self.weights = WeightWriter()
 
     # -- the plugin ------------------------------------------------------------------------------
 
@@ -71,7 +76,8 @@ class IsolationNode:
     def start_neighbours(self, neighbours: Sequence[Neighbour]) -> None:
         """Run every neighbour, each in its own pod, then let them spin for :data:`SETTLE`."""
         for neighbour in neighbours:
-            pod_id = self.cri.run_pod(_spec(neighbour.name, neighbour.qos))
+            pod_id = self._run_pod(neighbour.name, neighbour.qos,
+                                   milli_cpus(neighbour.cpu_request or 0))
             resources = container_resources(cpu_request=neighbour.cpu_request or None)
             mounts = ([Mount(container_path=IO_MOUNT, host_path=str(self.io_dir),
                              readonly=False)] if neighbour.io else [])
@@ -88,8 +94,9 @@ class IsolationNode:
         self.runs += 1
         logs = self.workdir / "logs" / f"probe-{self.runs}"
         (logs / "probe").mkdir(parents=True, exist_ok=True)
-        pod_id = self.cri.run_pod(_spec(f"probe-{self.runs}", QosClass.GUARANTEED,
-                                        annotations=dict(case.annotations), logs=logs))
+        pod_id = self._run_pod(f"probe-{self.runs}", QosClass.GUARANTEED, 1000,
+                               annotations=dict(case.annotations), logs=logs)
+        self._weigh()
         before = interrupts.read()
         started = time.monotonic()
         cid = self.cri.run_container(
@@ -112,8 +119,28 @@ class IsolationNode:
         return ProbeOutput(lines=lines, seconds=seconds, irqs_before=before, irqs_after=after)
 
     def clear(self) -> None:
-        """Every pod stopped and removed (their cgroups too)."""
-        self.lab.cleanup()
+        """Every pod stopped and removed (their cgroups too), the QoS tiers' weights put
+        back."""
+        try:
+            self.weights.restore()
+        finally:
+            self.pods.clear()
+            self.lab.cleanup()
+
+    def _run_pod(self, name: str, qos: QosClass, request_millis: int, *,
+                 annotations: dict[str, str] | None = None, logs: Path | None = None) -> str:
+        spec = _spec(name, qos, annotations=annotations, logs=logs)
+        pod_id = self.cri.run_pod(spec)
+        self.pods.append(PodWeight(parent=spec.cgroup_parent, qos=qos,
+                                   request_millis=request_millis))
+        return pod_id
+
+    def _weigh(self) -> None:
+        """The kubelet's weights on every pod running and the tiers above them (the pods'
+        cgroups exist once their sandboxes run; a tier without pods does not)."""
+        skipped = self.weights.apply(kubelet_shares(self.pods, len(online_cpus()) * 1000))
+        if missing := sorted(set(skipped) & {pod.parent for pod in self.pods}):
+            raise RuntimeError(f"no cgroup to weigh for {', '.join(missing)}")
 
 
 def _spec(name: str, qos: QosClass, *, annotations: dict[str, str] | None = None,

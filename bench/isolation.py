@@ -13,7 +13,9 @@ into the lab's busybox container) runs SCHED_OTHER, as a pod's threads do:
 
 Beside it (except in the floor): N spinning containers (4; 2 with ``--quick``), BestEffort and
 Burstable weighted like a 1-CPU request (shares 1024, no quota) in turn, and a disk writer
-(``dd oflag=direct`` to a host directory) as the interrupt source. The cases, in this order in
+(``dd oflag=direct`` to a host directory) as the interrupt source. While a case runs, the
+pods' cgroups and the QoS tiers above them carry a kubelet's weights (``isolation_bench/
+weights.py``; the lab leaves them at the kernel's default). The cases, in this order in
 every round: the floor (the probe alone, no plugin), no plugin (the kubelet's ``none`` policy),
 the plugin's built-in defaults. The plugin with each isolation request (part 2) will be more
 cases; it is not built yet.

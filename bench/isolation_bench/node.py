@@ -114,7 +114,7 @@ class IsolationNode:
         if status.exit_code != 0:
             tail = "\n".join(lines[-10:])
             raise ProbeFailedError(f"the probe exited {status.exit_code} ({case.name}): "
-                              f"{status.reason} {status.message}\n{tail}")
+                                   f"{status.reason} {status.message}\n{tail}")
         self.cri.remove(cid)
         return ProbeOutput(lines=lines, seconds=seconds, irqs_before=before, irqs_after=after)
 

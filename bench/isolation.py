@@ -75,8 +75,10 @@ def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibrat
 
 def calibrate(node: IsolationNode) -> Calibration:
     """The work loops per millisecond, measured in the floor's setting (the probe alone)."""
-    output = node.run_probe(CASES[0], probe.CALIBRATE_COMMAND, 120)
-    node.clear()
+    try:
+        output = node.run_probe(CASES[0], probe.CALIBRATE_COMMAND, 120)
+    finally:
+        node.clear()
     return probe.parse_calibration(output.lines)
 
 

@@ -92,9 +92,12 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
                    rounds=args.rounds if args.rounds is not None else base.rounds)
 
 
-def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir: Path) -> None:
+def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir: Path,
+             load: str) -> None:
     """What the run measures, printed before its tables."""
     work = sizes.workload
+    print(f"machine load before the run (/proc/loadavg: 1, 5, 15 min): {load} (a quiet "
+          "machine's is near 0; processes outside the pods run on the probe's CPUs too)")
     print(f"isolation bench on containerd {lab.runtime.name}, {len(online_cpus())} CPUs; "
           f"probe: {work.work_us} µs of work every {work.period_us} µs, {work.periods} periods, "
           f"SCHED_OTHER, Guaranteed 1 CPU; job {work.job_ms} ms on the idle machine "
@@ -138,6 +141,7 @@ def main() -> int:
         return 2
     sizes = sizes_from(args)
     check_cases(CASES)
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     with tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp:
         workdir = Path(tmp)
         probe_dir = probe.build(workdir / "build").parent
@@ -147,7 +151,7 @@ def main() -> int:
             lab.import_image()
             node = IsolationNode(lab, workdir, probe_dir)
             calibration = calibrate(node)
-            describe(lab, sizes, calibration, workdir)
+            describe(lab, sizes, calibration, workdir, load)
             for n in range(sizes.rounds):
                 results = [measure(node, case, sizes, calibration) for case in CASES]
                 print(f"\n== round {n + 1} of {sizes.rounds}")

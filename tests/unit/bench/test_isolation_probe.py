@@ -73,9 +73,14 @@ needs_gcc = pytest.mark.skipif(not probe.have_static_gcc(),
                                reason="no gcc with a static libc (Debian: gcc, libc6-dev)")
 
 
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The probe compiled once for this module's tests."""
+    return probe.build(tmp_path_factory.mktemp("probe"))
+
+
 @needs_gcc
-def test_the_probe_compiles_and_its_output_parses(tmp_path: Path) -> None:
-    binary = probe.build(tmp_path)
+def test_the_probe_compiles_and_its_output_parses(binary: Path) -> None:
     calibrated = subprocess.run([binary, "calibrate"], capture_output=True, text=True,
                                 check=True)
     calibration = parse_calibration(calibrated.stdout.splitlines())
@@ -91,10 +96,36 @@ def test_the_probe_compiles_and_its_output_parses(tmp_path: Path) -> None:
 @needs_gcc
 @pytest.mark.parametrize("args", [[], ["run", "1"], ["run", "0", "1000", "1", "1", "1"],
                                   ["run", "10", "x", "1", "1", "1"], ["spin"]])
-def test_the_probe_refuses_bad_arguments_with_exit_code_2(tmp_path: Path,
+def test_the_probe_refuses_bad_arguments_with_exit_code_2(binary: Path,
                                                            args: list[str]) -> None:
-    binary = probe.build(tmp_path)
     ran = subprocess.run([binary, *args], capture_output=True, text=True, check=False)
     assert ran.returncode == 2
     assert ran.stdout == ""
     assert "dutycycle" in ran.stderr
+
+
+def test_without_a_static_gcc_the_build_installs_gcc_and_libc6_dev_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(probe, "have_static_gcc", lambda: False)
+    monkeypatch.setattr(probe.subprocess, "run", run)
+    binary = probe.build(tmp_path / "build")
+    assert calls[0] == ["apt-get", "update", "-qq"]
+    assert calls[1] == ["apt-get", "install", "-y", "-qq", "gcc", "libc6-dev"]
+    assert calls[2][:3] == ["gcc", "-O2", "-static"]
+    assert calls[2][-3:] == ["-o", str(binary), str(probe.SOURCE)]
+
+
+def test_with_a_static_gcc_nothing_is_installed(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(probe, "have_static_gcc", lambda: True)
+    monkeypatch.setattr(probe.subprocess, "run",
+                        lambda command, **_: calls.append(command))
+    probe.build(tmp_path)
+    assert [command[0] for command in calls] == ["gcc"]

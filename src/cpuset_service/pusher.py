@@ -278,7 +278,7 @@ class UpdatePusher:
                 failed = [u.container_id for u in batch]
                 self._observer.update_batch("failed", failed)
                 _log.warning("updates failed", extra={
-                    "containers": self._subjects(batch), "error": str(exc),
+                    "containers": events.subjects(batch), "error": str(exc),
                     "retry_in_s": backoff})
                 for cid in failed:
                     self._in_flight.pop(cid, None)
@@ -293,7 +293,7 @@ class UpdatePusher:
             self._observer.update_batch("applied", [u.container_id for u in batch])
             self._settle(batch)
             _log.info("updates sent", extra={"count": len(batch),
-                                             "containers": self._subjects(batch)})
+                                             "containers": events.subjects(batch)})
             if record_only:
                 await asyncio.sleep(RECORD_GAP)  # the runtime's other calls take the lock
 
@@ -311,6 +311,3 @@ class UpdatePusher:
                 self.force([cid])
             else:
                 self._sent[cid] = sent
-
-    def _subjects(self, batch: Sequence[ContainerUpdate]) -> str:
-        return ", ".join(f"{u.subject} ({events.short_id(u.container_id)})" for u in batch)

@@ -17,10 +17,11 @@ from cpuset_adapters.config import Observability
 from cpuset_adapters.cri.start_probe import CriStartProbe
 from cpuset_adapters.device_locality import LocateDevices
 from cpuset_adapters.hotplug import OnlineCpuWatcher
+from cpuset_adapters.nri.deadlock import locks_are_safe
 from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
-from cpuset_adapters.nri.session import NriSession, locks_are_safe
+from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.observability.metrics import PluginMetrics
 from cpuset_adapters.process_memory import limit_heaps, release_free_memory
 from cpuset_adapters.systemd_notify import SystemdNotifier

@@ -119,6 +119,18 @@ def bench_dense_events(session: nox.Session) -> None:
     session.run("python", "bench/dense_events.py", *session.posargs)
 
 
+@nox.session(name="bench-isolation", python=PYTHON)
+def bench_isolation(session: nox.Session) -> None:
+    """What an exclusive CPU buys the workload: a duty-cycle probe and a timed CPU-bound job in
+    a Guaranteed 1-CPU pod, alone (the floor), beside spinning and disk-writing neighbours with
+    no plugin, and with the plugin's defaults, each against the floor (root; installs
+    containerd first, and gcc and libc6-dev when missing; a few minutes; ``-- --quick`` for a
+    smoke run)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/isolation.py", *session.posargs)
+
+
 @nox.session(name="bench-cri", python=PYTHON)
 def bench_cri(session: nox.Session) -> None:
     """The daemon's h2 CRI transport beside grpcio on the real containerd: the daemon's RSS

@@ -11,7 +11,8 @@ from allocation_quality.machines import Machine
 from allocation_quality.replay import kubelet, replay_with_allocator
 from allocation_quality.traces import PinStats, TraceSpec
 from cpuset_cli.placement_quality import Domains, Metrics
-from cpuset_cli.simulate import AddEvent, Event, Placed, Rejected, Simulation, replay
+from cpuset_cli.simulate import Placed, Rejected, Simulation, replay
+from cpuset_cli.trace import AddEvent, Event
 from cpuset_core import CPUSet, Topology
 
 

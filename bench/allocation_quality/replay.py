@@ -10,17 +10,8 @@ from collections.abc import Callable, Iterable
 from kubelet_baseline import KubeletTopology, take_by_topology
 
 from cpuset_cli.placement_quality import PINNED_OWNER, QualityRecorder, SplitCoreTracker
-from cpuset_cli.simulate import (
-    AddEvent,
-    DelEvent,
-    Event,
-    Placed,
-    Rejected,
-    Result,
-    Simulation,
-    exclusive_only,
-    facts_for,
-)
+from cpuset_cli.simulate import Placed, Rejected, Result, Simulation, exclusive_only, facts_for
+from cpuset_cli.trace import AddEvent, DelEvent, Event
 from cpuset_core import EMPTY, AdmissionError, CPUSet, CpusetEngine, Settings, Topology
 from cpuset_core.policy.shared import exclusive_free
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allocation_quality.replay import AllocatorReplay, EngineStepper, kubelet
-from cpuset_cli.simulate import AddEvent, DelEvent, Event, parse_trace
+from cpuset_cli.trace import AddEvent, DelEvent, Event, parse_trace
 from cpuset_core import EMPTY, CPUSet, Settings, Topology
 from cpuset_core.policy.shared import exclusive_free
 

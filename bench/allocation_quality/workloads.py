@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from allocation_quality.traces import INTEGER, ISOLATED, MIXED, OPTED_OUT, WORKLOAD_KINDS
-from cpuset_cli.simulate import AddEvent, DelEvent, Event, Placed, Simulation, facts_for
+from cpuset_cli.simulate import Placed, Simulation, facts_for
+from cpuset_cli.trace import AddEvent, DelEvent, Event
 from cpuset_core import AdmissionError, CPUSet, CpusetEngine, Topology
 
 KUBELET_NOTE = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import AdmissionError
@@ -75,3 +75,18 @@ class Plan:
                                 previous_cpus=entries[cid].cpus | change.before,
                                 reason="shared pool changed")
                 for cid in change.container_ids]
+
+
+def moved_with_pool(moves: tuple[ContainerUpdate, ...], others: tuple[str, ...],
+                     result: Ledger, before: CPUSet, after: CPUSet,
+                     ) -> tuple[tuple[ContainerUpdate, ...], tuple[str, ...]]:
+    """A mixed container moved by a pin while the pool changes gets one update: its new CPUs
+    with the new pool, from its old ones with the old pool (the rollback target)."""
+    moved = {update.container_id for update in moves
+             if result.entries[update.container_id].with_shared}
+    if not moved:
+        return moves, others
+    merged = tuple(replace(update, cpus=update.cpus | after,
+                           previous_cpus=update.previous_cpus | before)
+                   if update.container_id in moved else update for update in moves)
+    return merged, tuple(cid for cid in others if cid not in moved)

@@ -13,11 +13,11 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from cpuset_core.aligning import check_alignment, hinted, misaligned
 from cpuset_core.classify import classify
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.draining import Draining
 from cpuset_core.errors import (
-    AlignmentError,
     InsufficientCpusError,
     InsufficientCpusForReassignmentError,
     InvalidAnnotationError,
@@ -38,8 +38,7 @@ from cpuset_core.placing import (
     resize_exclusive,
     shared_entry,
 )
-from cpuset_core.plan import Plan, PoolChange
-from cpuset_core.policy.alignment import AlignmentScope, misalignment
+from cpuset_core.plan import Plan, PoolChange, moved_with_pool
 from cpuset_core.policy.exclusive import ExclusiveAllocator
 from cpuset_core.policy.reassign import NoRoomToMoveError, apply_moves, plan_moves
 from cpuset_core.policy.shared import exclusive_free, reserved_pool, shared_pool
@@ -174,7 +173,7 @@ class ChangePlanner:
         if len(after) < floor and len(after) < len(before):
             raise SharedPoolBelowMinimumError(subject, len(after), floor)
         if after != before:
-            moves, others = _moved_with_pool(moves, others, result, before, after)
+            moves, others = moved_with_pool(moves, others, result, before, after)
         change = PoolChange(before, after, others) if after != before and others else None
         return Plan(base=self.base, result=result, shared_pool=after, reserved_pool=reserved,
                     container_id=container_id, placement=placement, reason=reason,
@@ -213,7 +212,7 @@ class ChangePlanner:
             return self._place_integer(working, item)
 
     def _place_integer(self, working: Ledger, item: Live) -> Plan:
-        item = self._isolation_met(working, self._hinted(working, item))
+        item = self._isolation_met(working, hinted(self.topology, self.settings, working, item))
         free = self._free(working, isolated=item.decision.isolated)
         request = item.decision.request
         # CPUs its own pod's completed containers left, when still free and enough: the app
@@ -228,13 +227,13 @@ class ChangePlanner:
         if choice is None:
             choice = choose_exclusive(self.allocator, self.settings.allocation, item.subject,
                                       request, free, exclusive=working.exclusive, near=near)
-        self._check_alignment(item, choice.cpus)
+        check_alignment(self.topology, self.settings, item, choice.cpus)
         return self._admit_integer(working, item, choice.cpus,
                                    f"{item.decision.reason}; {how}{choice.describe()}")
 
     def _plan_integer_resize(self, item: Live, current: CPUSet) -> Plan:
         working = self.base.without(item.facts.id)
-        item = self._hinted(working, item)
+        item = hinted(self.topology, self.settings, working, item)
         if item.decision.isolated and not current <= self.topology.isolated:
             # Placed on ordinary CPUs for want of isolated ones (best effort): it resizes
             # there, as it runs, rather than half on each kind.
@@ -244,44 +243,17 @@ class ChangePlanner:
             cpus, how = resize_exclusive(self.topology, self.allocator,
                                          self.settings.allocation, item, current, free=free,
                                          exclusive=working.exclusive)
-            if self._misaligned(item, cpus):
+            if misaligned(self.topology, self.settings, item, cpus):
                 # Grown in place it would break the policy: placed afresh (its own CPUs count
                 # as free), it may fit one aligned set; else the check below refuses it.
                 choice = choose_exclusive(self.allocator, self.settings.allocation,
                                           item.subject, item.decision.request, free,
                                           exclusive=working.exclusive, near=item.decision.near,
                                           prefer_numa=self.topology.numa_nodes_of(current))
-                if not self._misaligned(item, choice.cpus):
+                if not misaligned(self.topology, self.settings, item, choice.cpus):
                     cpus, how = choice.cpus, f"re-placed to stay aligned, {choice.describe()}"
-        self._check_alignment(item, cpus)
+        check_alignment(self.topology, self.settings, item, cpus)
         return self._admit_integer(working, item, cpus, f"{item.decision.reason}; {how}")
-
-    def _hinted(self, working: Ledger, item: Live) -> Live:
-        """``item`` with the hint the alignment policy gives it: none under ``none``; its
-        devices' nodes, and under the ``pod`` scope also the nodes and devices of its pod's
-        other integer containers."""
-        options = self.settings.allocation
-        near = item.decision.near if options.alignment.uses_devices else EMPTY
-        if options.alignment_scope is AlignmentScope.POD and options.alignment.uses_devices:
-            for entry in working.entries.values():
-                if (entry.sandbox_id == item.facts.sandbox_id and entry.kind is Kind.INTEGER
-                        and entry.container_id != item.facts.id):
-                    near |= self.topology.numa_nodes_of(entry.cpus) | entry.near
-        if near == item.decision.near:
-            return item
-        return Live(item.facts, item.subject, replace(item.decision, near=near))
-
-    def _misaligned(self, item: Live, cpus: CPUSet) -> str:
-        """What breaks the alignment policy in giving ``cpus`` to ``item`` ("" if nothing)."""
-        return misalignment(self.topology, self.settings.allocation.alignment, cpus,
-                            near=item.decision.near,
-                            eligible=exclusive_free(self.topology, EMPTY, self.settings))
-
-    def _check_alignment(self, item: Live, cpus: CPUSet) -> None:
-        """Refuses (``AlignmentError``) a choice a strict alignment policy does not allow."""
-        if why := self._misaligned(item, cpus):
-            raise AlignmentError(item.subject, self.settings.allocation.alignment.value,
-                                 len(cpus), why)
 
     @contextlib.contextmanager
     def _naming_draining(self, working: Ledger, *, but: str | None = None) -> Iterator[None]:
@@ -334,17 +306,3 @@ class ChangePlanner:
                             Placement(kind=Kind.INTEGER, cpus=cpus, mems=entry.mems,
                                       with_shared=entry.with_shared), reason)
 
-
-def _moved_with_pool(moves: tuple[ContainerUpdate, ...], others: tuple[str, ...],
-                     result: Ledger, before: CPUSet, after: CPUSet,
-                     ) -> tuple[tuple[ContainerUpdate, ...], tuple[str, ...]]:
-    """A mixed container moved by a pin while the pool changes gets one update: its new CPUs
-    with the new pool, from its old ones with the old pool (the rollback target)."""
-    moved = {update.container_id for update in moves
-             if result.entries[update.container_id].with_shared}
-    if not moved:
-        return moves, others
-    merged = tuple(replace(update, cpus=update.cpus | after,
-                           previous_cpus=update.previous_cpus | before)
-                   if update.container_id in moved else update for update in moves)
-    return merged, tuple(cid for cid in others if cid not in moved)

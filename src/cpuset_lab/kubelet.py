@@ -20,7 +20,7 @@ from cpuset_adapters.cri.grpc_transport import GrpcTransport
 from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import Resources
 from cpuset_adapters.cri.transport import UnaryTransport
-from cpuset_lab.pod_spec import Device, PodSpec
+from cpuset_lab.pod_spec import Device, Mount, PodSpec
 
 
 class KubeletClient(CriClient):
@@ -106,13 +106,15 @@ class KubeletClient(CriClient):
         labels: Mapping[str, str] | None = None,
         attempt: int = 0,
         devices: Sequence[Device] = (),
+        mounts: Sequence[Mount] = (),
     ) -> str:
         """CreateContainer in ``pod_id``; returns the container id.
 
         ``resources`` (e.g. from ``container_resources``) replaces the individual CPU/memory
         keywords. With ``pod_config=None`` the config ``run_pod`` used is sent again.
         ``devices``: host device nodes the container is given (as a device plugin's allocation
-        is). An NRI plugin's rejection surfaces as ``CriError`` whose ``details`` hold the
+        is). ``mounts``: host paths bind-mounted into it (hostPath volumes). An NRI plugin's
+        rejection surfaces as ``CriError`` whose ``details`` hold the
         plugin's message.
         """
         if pod_config is None:
@@ -134,6 +136,7 @@ class KubeletClient(CriClient):
             envs=[pb.KeyValue(key=k, value=v) for k, v in (envs or {}).items()],
             labels=container_labels,
             annotations=dict(annotations or {}),
+            mounts=[mount.to_proto() for mount in mounts],
             log_path=f"{name}/{attempt}.log" if pod_config.log_directory else "",
             linux=pb.LinuxContainerConfig(
                 resources=resources.to_proto(),
@@ -164,11 +167,12 @@ class KubeletClient(CriClient):
         command: Sequence[str] | None = None,
         annotations: Mapping[str, str] | None = None,
         devices: Sequence[Device] = (),
+        mounts: Sequence[Mount] = (),
     ) -> str:
         """create_container (with the config ``run_pod`` used) + start; returns the id."""
         container_id = self.create_container(pod_id, None, name, image, resources=resources,
                                              command=command, annotations=annotations,
-                                             devices=devices)
+                                             devices=devices, mounts=mounts)
         self.start(container_id)
         return container_id
 

@@ -1,6 +1,6 @@
 """A pod as the lab's kubelet runs it: the :class:`PodSpec` value, the ``PodSandboxConfig`` a
 kubelet would send for it, the cgroup parent its QoS class gives it, and the :class:`Device`
-entries a container's config may carry."""
+and :class:`Mount` entries a container's config may carry."""
 
 from __future__ import annotations
 
@@ -81,6 +81,20 @@ class Device:
             (1, self.container_path or self.host_path), (2, self.host_path),
             (3, self.permissions)))
         return _length_delimited(8, device)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mount:
+    """A host path bind-mounted into a container: CRI's ``ContainerConfig.mounts`` entry (what
+    a kubelet sends for a hostPath volume)."""
+
+    container_path: str
+    host_path: str
+    readonly: bool = True
+
+    def to_proto(self) -> pb.Mount:
+        return pb.Mount(container_path=self.container_path, host_path=self.host_path,
+                        readonly=self.readonly)
 
 
 def _length_delimited(field_number: int, payload: bytes) -> bytes:

@@ -28,10 +28,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import BinaryIO, Final, TextIO
+from typing import Final
 
 from cpuset_lab.containerd_install import runtime_named
 from cpuset_lab.daemonset.image_archive import archive_path, stale
+from cpuset_lab.vm_output import Tail, copy_console, explain
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
@@ -46,12 +47,6 @@ GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_")
 """Prefixes of this machine's environment variables the guest's tests read (the soak's minutes
 and seed, the systemd reload test's crowd): the guest inherits no environment, so
 ``guest.env`` exports them."""
-_QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
-_LOCKUP: Final = re.compile(r"soft lockup - CPU#\d+ stuck for (\d+)s")
-STALL_LIMIT: Final = 120
-"""Seconds a guest CPU may be reported stuck before the guest counts as stalled: software
-emulation of 8 CPUs on 2 host cores was seen to livelock a guest kernel for good (every CPU
-stuck in IPIs for minutes, no test progressing), which only a new boot cures."""
 #: Drivers udev would load for QEMU's q35 devices (SATA, CD-ROM, watchdogs, SMBus, speaker,
 #: mouse), CPU-feature crypto, RAPL, EDAC and NVDIMM: none is used here, and loading them
 #: (crypto self-tests above all) under emulation made booting take 40 s longer.
@@ -121,31 +116,6 @@ def vng_command(shape: Shape, results: Path, *, vng: str, kernel: Path) -> list[
     return [*command, "--exec", guest]
 
 
-class _Tail(threading.Thread):
-    """Echoes the lines the guest appends to ``guest.log``, prefixed with the shape's name."""
-
-    def __init__(self, path: Path, prefix: str, out: TextIO) -> None:
-        super().__init__(daemon=True)
-        self.path, self.prefix, self.out = path, prefix, out
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        offset = 0
-        while True:
-            finished = self.done.wait(1.0)
-            with contextlib.suppress(OSError):
-                with self.path.open("rb") as log:
-                    log.seek(offset)
-                    chunk = log.read()
-                cut = chunk.rfind(b"\n") + 1 if not finished else len(chunk)
-                for line in chunk[:cut].decode(errors="replace").splitlines():
-                    self.out.write(f"[{self.prefix}] {line}\n")
-                self.out.flush()
-                offset += cut
-            if finished:
-                return
-
-
 def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: str,
               pytest_args: list[str], boot_timeout: float, timeout: float,
               echo: bool = True) -> ShapeResult:
@@ -156,7 +126,7 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
     env = {**os.environ, "PATH": f"{Path(vng).parent}:{os.environ.get('PATH', '')}"}
     if shape.systemd:
         env["HOME"] = str(prepare_home(results))
-    tail = _Tail(results / "guest.log", shape.name, sys.stdout)
+    tail = Tail(results / "guest.log", shape.name, sys.stdout)
     if echo:
         tail.start()
     started = time.monotonic()
@@ -168,7 +138,7 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
                                 stderr=subprocess.STDOUT, cwd=REPO, env=env,
                                 start_new_session=True)
         stalled = threading.Event()
-        copier = threading.Thread(target=_copy_console, args=(proc, console, stalled),
+        copier = threading.Thread(target=copy_console, args=(proc, console, stalled),
                                   daemon=True)
         copier.start()
         while proc.poll() is None:
@@ -193,19 +163,6 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
                  stalled=stalled.is_set())
 
 
-def _copy_console(proc: subprocess.Popen[bytes], console: BinaryIO,
-                  stalled: threading.Event) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        text = line.decode(errors="replace")
-        if not _QEMU_NOISE.search(text):
-            console.write(line)
-            console.flush()
-        lockup = _LOCKUP.search(text)
-        if lockup and int(lockup.group(1)) >= STALL_LIMIT:
-            stalled.set()
-
-
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
@@ -214,28 +171,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _explain(result: ShapeResult, results: Path) -> str:
-    """Why a shape failed, with the end of the log that says most."""
-    code = _read_text(results / "vng.rc").strip() or "?"
-    lines = [f"{result.shape}: {result.outcome.value}: {result.detail} (virtme-ng exit code "
-             f"{code})"]
-    lines += [f"  not passed: {test}" for test in result.failed_tests]
-    log = ("console.log" if result.outcome in (Outcome.NOT_BOOTED, Outcome.STALLED)
-           else "guest.log")
-    with contextlib.suppress(OSError):
-        tail = (results / log).read_text(errors="replace").splitlines()[-30:]
-        lines.append(f"  --- last {len(tail)} lines of {results / log}:")
-        lines += [f"  {line}" for line in tail]
-    return "\n".join(lines)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 def ensure_image() -> None:
@@ -305,9 +240,9 @@ def main(argv: list[str]) -> int:
                            timeout=args.timeout)
         if result.outcome in (Outcome.NOT_BOOTED, Outcome.STALLED):
             # QEMU's software emulation has been seen to crash (segfault) while the guest
-            # kernel brings its CPUs up, and to livelock it (STALL_LIMIT): one more boot
+            # kernel brings its CPUs up, and to livelock it (vm_output.STALL_LIMIT): one more boot
             # before calling it a failure; the summary says which run counted.
-            print(_explain(result, results) + f"\n== VM lab: {name}: booting once more",
+            print(explain(result, results) + f"\n== VM lab: {name}: booting once more",
                   flush=True)
             # The next boot starts from a fresh results directory: keep this console beside it.
             with contextlib.suppress(OSError):
@@ -318,7 +253,7 @@ def main(argv: list[str]) -> int:
                                boot_timeout=args.boot_timeout, timeout=args.timeout)
         outcomes.append(result)
         if not result.ok:
-            print(_explain(result, results), flush=True)
+            print(explain(result, results), flush=True)
     print("== VM lab summary\n" + summary_table(outcomes), flush=True)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "summary.txt").write_text(summary_table(outcomes) + "\n")

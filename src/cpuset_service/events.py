@@ -10,6 +10,7 @@ characters of the container id), ``kind``, ``cpus``, ``mems`` (``default`` when 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 
@@ -20,6 +21,11 @@ log = logging.getLogger("nri_cpuset.decisions")
 
 def short_id(container_id: str) -> str:
     return container_id[:12]
+
+
+def subjects(updates: Sequence[ContainerUpdate]) -> str:
+    """A batch's containers for its one log line: ``ns/pod/container (short id), ...``."""
+    return ", ".join(f"{u.subject} ({short_id(u.container_id)})" for u in updates)
 
 
 def mems_text(mems: CPUSet | None) -> str:

@@ -117,6 +117,13 @@ class UpdatePusher:
         if self._record:
             self._wake.set()
 
+    def write_first(self, updates: Sequence[ContainerUpdate]) -> list[ContainerUpdate]:
+        """Write ``updates`` into the kernel (fast path) and mark what it took as written;
+        return the rest (all of them without the fast path) for the caller to send on."""
+        written, rest = self.kernel.apply(updates)
+        self.kernel_applied(written)
+        return rest
+
     def record_lags(self, container_ids: Iterable[str]) -> None:
         """The runtime's record of these containers may differ from what the kernel has (a
         rebuild read the kernel): send it their placement, as a record-only update."""
@@ -247,8 +254,7 @@ class UpdatePusher:
             self._kernel_wake.clear()
             while self._unwritten:
                 chunk = self._take(self._unwritten, set(), KERNEL_CHUNK, unless_sent=False)
-                written, refused = self.kernel.apply(chunk)
-                self.kernel_applied(written)
+                refused = self.write_first(chunk)
                 self.refused(u.container_id for u in refused)  # or the fast path is off
                 await asyncio.sleep(0)
 
@@ -278,7 +284,7 @@ class UpdatePusher:
                 failed = [u.container_id for u in batch]
                 self._observer.update_batch("failed", failed)
                 _log.warning("updates failed", extra={
-                    "containers": self._subjects(batch), "error": str(exc),
+                    "containers": events.subjects(batch), "error": str(exc),
                     "retry_in_s": backoff})
                 for cid in failed:
                     self._in_flight.pop(cid, None)
@@ -293,7 +299,7 @@ class UpdatePusher:
             self._observer.update_batch("applied", [u.container_id for u in batch])
             self._settle(batch)
             _log.info("updates sent", extra={"count": len(batch),
-                                             "containers": self._subjects(batch)})
+                                             "containers": events.subjects(batch)})
             if record_only:
                 await asyncio.sleep(RECORD_GAP)  # the runtime's other calls take the lock
 
@@ -311,6 +317,3 @@ class UpdatePusher:
                 self.force([cid])
             else:
                 self._sent[cid] = sent
-
-    def _subjects(self, batch: Sequence[ContainerUpdate]) -> str:
-        return ", ".join(f"{u.subject} ({events.short_id(u.container_id)})" for u in batch)

@@ -12,10 +12,11 @@ from cpuset_core.cpuset import CPUSet
 from .faults import restart_plugin
 from .history import Op
 from .lifetimes import judged
-from .model import Container, Pod, Prediction
+from .model import Container, Pod
 from .outcomes import refused, refused_yet_exists
 from .parts import Checks, Kubelet, Model, PluginControls, Recorder
 from .pods import run_shared
+from .prediction import Prediction
 
 WORKERS = 3
 """Clients creating the burst's pods at once."""

@@ -18,7 +18,8 @@ from typing import Any
 
 from cpuset_core.cpuset import CPUSet
 
-from .model import CREATED, EXPIRED, Container, Node, Prediction
+from .model import CREATED, EXPIRED, Container, Node
+from .prediction import Prediction
 
 
 def age(node: Node, container: Container) -> float:

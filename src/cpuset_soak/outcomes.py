@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from .model import Pod, Prediction
+from .model import Pod
 from .parts import Kubelet, Plugin, Recorder
+from .prediction import Prediction
 
 PHRASES: Final = {
     "invalid-annotation": " is invalid: ",

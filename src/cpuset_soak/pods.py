@@ -18,7 +18,6 @@ from . import requests
 from .history import Op
 from .lifetimes import given, judged
 from .model import (
-    ADMIT,
     BEST_EFFORT,
     CREATED,
     HOLDING,
@@ -30,10 +29,10 @@ from .model import (
     Container,
     Node,
     Pod,
-    Prediction,
 )
 from .outcomes import refused, refused_yet_exists
 from .parts import Checks, Kubelet, Model, Pace, Plugin, PluginView, Recorder, Runtime
+from .prediction import ADMIT, Prediction
 
 QOS: Final = {INTEGER: "Guaranteed", SHARED: "Burstable", BEST_EFFORT: "BestEffort",
               PINNED: "Burstable"}

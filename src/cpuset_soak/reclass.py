@@ -11,18 +11,9 @@ from typing import Final
 from cpuset_core.cpuset import CPUSet
 
 from .lifetimes import judged
-from .model import (
-    INTEGER,
-    INVALID_ANNOTATION,
-    MIXED,
-    NAMESPACE,
-    PINNED,
-    SHARED,
-    Container,
-    Pod,
-    Prediction,
-)
+from .model import INTEGER, MIXED, PINNED, SHARED, Container, Pod
 from .parts import Checks, Model
+from .prediction import INVALID_ANNOTATION, NAMESPACE, Prediction
 
 CHANGING_CLASS: Final = "changing-class"
 """A container's kind while the model judges the class it may take at an update."""

@@ -22,19 +22,8 @@ from typing import Final
 from cpuset_adapters.cri.results import Resources
 from cpuset_lab.resources import container_resources, guaranteed
 
-from .model import (
-    ADMIT,
-    EXCLUSIVE,
-    INTEGER,
-    MIXED,
-    NAMESPACE,
-    RESERVED,
-    SHARED,
-    Node,
-    Pod,
-    Prediction,
-    refuse,
-)
+from .model import EXCLUSIVE, INTEGER, MIXED, RESERVED, SHARED, Node, Pod
+from .prediction import ADMIT, NAMESPACE, Prediction, refuse
 
 OPTED_OUT: Final = "opted-out"
 MIXED_REQUEST: Final = "mixed"

@@ -4,7 +4,8 @@ the runtime reports (``cpuset_core.sync``)."""
 
 from __future__ import annotations
 
-from .model import INTEGER, MIXED, PINNED, SHARED, UNAVAILABLE, Node
+from .model import INTEGER, MIXED, PINNED, SHARED, Node
+from .prediction import UNAVAILABLE
 
 
 def resynchronized(node: Node) -> None:

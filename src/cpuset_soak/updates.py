@@ -12,10 +12,11 @@ from cpuset_lab.resources import guaranteed
 
 from .history import Op
 from .lifetimes import judged
-from .model import ADMIT, INTEGER, Container, Pod, Prediction
+from .model import INTEGER, Container, Pod
 from .outcomes import refused
 from .parts import Checks, Kubelet, Model, Plugin, Recorder
 from .pods import target
+from .prediction import ADMIT, Prediction
 from .reclass import changed, class_change
 
 

@@ -19,8 +19,8 @@ from cpuset_lab.pod_spec import Device, QosClass
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.vm import kernel
 from tests.vm.conftest import ShapeFacts
+from tests.vm.devices import nvme_disk
 from tests.vm.runtime import Guest, Pods, configured, wait_consistent
-from tests.vm.test_devices import nvme_disk
 
 
 def test_single_numa_node_refuses_devices_on_both_nodes_and_places_one_on_its_node(

@@ -50,9 +50,22 @@ class HandlerTime:
         """The share of the request timeout the call took, in per cent."""
         return 100.0 * self.elapsed_ms / self.budget_ms
 
+    @property
+    def slow(self) -> bool:
+        """Whether the call took more than :data:`SLOW_HANDLER_FRACTION` of the timeout."""
+        return self.elapsed_ms > SLOW_HANDLER_FRACTION * self.budget_ms
+
+    def if_slow(self) -> str:
+        """`` (on_synchronize took 250.0 ms, 12 % of the runtime's 2000 ms request timeout)``
+        for another line to say, when :attr:`slow`; ``""`` otherwise."""
+        if not self.slow:
+            return ""
+        return (f" ({self.what} took {self.elapsed_ms:.1f} ms, {self.percent:.0f} % of the "
+                f"runtime's {self.budget_ms} ms request timeout)")
+
     def log_if_slow(self) -> None:
-        """Log the call if it took more than :data:`SLOW_HANDLER_FRACTION` of the timeout."""
-        if self.elapsed_ms <= SLOW_HANDLER_FRACTION * self.budget_ms:
+        """Log the call if it was :attr:`slow`."""
+        if not self.slow:
             return
         late = self.elapsed_ms >= self.budget_ms
         _logger.log(logging.ERROR if late else logging.WARNING,

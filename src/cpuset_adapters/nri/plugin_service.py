@@ -161,9 +161,10 @@ class PluginService:
                              lambda: self._handler.on_synchronize(pods, containers),
                              report=times.append)
         except HandlerFailedError as failed:
-            times[0].log_if_slow()
             # v0.6.1 would keep the connection but never send events: end it and sync anew.
-            _logger.error("Synchronize failed: %s; dropping the connection", failed.message)
+            # One line, with the handler's time when it was slow.
+            _logger.error("Synchronize failed: %s%s; dropping the connection", failed.message,
+                          times[0].if_slow())
             return Reply.error(failed.code, failed.message, close_after=True)
         [handler_time] = times
         state.synchronized = True  # the service logged the rebuild ("synchronized")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from cpuset_adapters.grpc_status import StatusCode
 from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.deadlock import UnansweredRegistrations
 from cpuset_adapters.nri.handler_port import NriHandler
 from cpuset_adapters.nri.launch import (
     DEFAULT_SOCKET_PATH,
@@ -77,11 +78,6 @@ class UnansweredRegistrationError(RegistrationError):
     """The runtime did not answer RegisterPlugin in time."""
 
 
-WEDGED_AFTER = 3
-"""Unanswered registrations in a row, after an unanswered UpdateContainers of the plugin's
-own, that make the plugin say the runtime's NRI is most likely deadlocked."""
-
-
 class UpdateContainersError(Exception):
     """The runtime answered UpdateContainers with an error status (typically code 2, "NRI update
     of some containers failed"); it never says which updates failed (§6.3)."""
@@ -108,21 +104,6 @@ class _Connection:
     state: ConnectionState = field(default_factory=ConnectionState)
 
 
-def locks_are_safe(nri_version: str) -> bool:
-    """Whether UpdateContainers may overlap an event on this runtime. NRI before v0.12.1 (all of
-    containerd 1.7) holds its adaptation lock across UpdateContainers and takes it to deliver
-    events, while containerd holds its own NRI lock across both in the other order: a call that
-    overlaps the start of an event can deadlock the two locks for good — dropping the
-    connection frees neither, only a containerd restart does (containerd#13733, decision 51;
-    fact sheet §6.3). ``nri_version`` is Configure's (``""`` before v0.12)."""
-    parts = nri_version.lstrip("v").split(".")
-    try:
-        version = tuple(int(p.split("-")[0]) for p in parts[:3])
-    except ValueError:
-        return False
-    return len(version) == 3 and version >= (0, 12, 1)
-
-
 class NriSession:
     """The NRI plugin ``index-name``, whose decisions come from ``handler``."""
 
@@ -143,9 +124,7 @@ class NriSession:
         self._index = index
         self._registration_timeout = registration_timeout
         self._conn: _Connection | None = None
-        self._unanswered_since_drop: int | None = None
-        """Registrations left unanswered since a call of ours was dropped unanswered (None:
-        one was answered since, or no call was dropped)."""
+        self._unanswered = UnansweredRegistrations()
 
     @property
     def name(self) -> str:
@@ -201,7 +180,7 @@ class NriSession:
         """:meth:`update_containers` for the core's updates (the service's sender). A call
         still unanswered after ``timeout`` seconds drops the connection (the session then
         reconnects and synchronizes anew) and raises ``TimeoutError``: on a runtime whose locks
-        deadlock (see :func:`locks_are_safe`) that is what frees it."""
+        deadlock (:mod:`~cpuset_adapters.nri.deadlock`) that is what frees it."""
         try:
             await self.update_containers(translate.updates(updates), timeout=timeout)
         except TimeoutError:
@@ -210,7 +189,7 @@ class NriSession:
                 _logger.error("UpdateContainers unanswered after %.1f s: dropping the "
                               "connection so the runtime can go on", timeout or 0.0)
                 conn.mux.close("UpdateContainers unanswered")
-                self._unanswered_since_drop = 0
+                self._unanswered.call_dropped()
             raise
 
     async def serve(self, sock: socket.socket) -> SessionEnd:
@@ -268,7 +247,7 @@ class NriSession:
                         raise
                     _logger.error("%s; retrying in %.1f s", exc, delay)
                     if isinstance(exc, UnansweredRegistrationError):
-                        self._count_unanswered_registration()
+                        self._unanswered.unanswered()
                 else:
                     if inherited:
                         _logger.info("a pre-installed plugin is not reconnected: exiting")
@@ -299,23 +278,8 @@ class NriSession:
         except ConnectionLostError:
             return  # serve() reports why
         conn.registered = True
-        self._unanswered_since_drop = None
+        self._unanswered.answered()
         _logger.info("registered with the runtime as %s-%s", self._index, self._name)
-
-    def _count_unanswered_registration(self) -> None:
-        """Say once, plainly, what an operator must do when the runtime's NRI stays silent
-        after a call of ours went unanswered: the lock inversion of NRI before v0.12.1 is
-        permanent, and no reconnection can free it (decision 51)."""
-        if self._unanswered_since_drop is None:
-            return
-        self._unanswered_since_drop += 1
-        if self._unanswered_since_drop == WEDGED_AFTER:
-            _logger.error(
-                "the runtime has answered no RegisterPlugin (%d tries) since an UpdateContainers "
-                "call of the plugin's own went unanswered: its NRI is most likely deadlocked "
-                "(NRI before v0.12.1, containerd#13733); no container can start on this node "
-                "until the runtime restarts (systemctl restart containerd), and the plugin "
-                "reconnects and synchronizes by itself then", WEDGED_AFTER)
 
     def _disconnected(self) -> None:
         try:

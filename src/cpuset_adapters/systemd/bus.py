@@ -8,7 +8,8 @@ sent in bulk is marshalled by :mod:`cpuset_adapters.systemd.call`. Calls are pip
 come in time is awaited no longer; it is dropped when it comes, and counts against the window
 meanwhile, so a stuck systemd costs one wait, not one per call. Nothing blocks once connected:
 writes a busy systemd has not taken wait in order in a buffer, and signals (on systemd's
-private socket every unit change goes to every connection) are skipped unparsed.
+private socket every unit change goes to every connection) are skipped unparsed
+(:mod:`cpuset_adapters.systemd.frames` frames what is read).
 """
 
 from __future__ import annotations
@@ -17,19 +18,12 @@ import contextlib
 import os
 import select
 import socket
-import struct
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cpuset_adapters.systemd.call import (
-    MANAGER,
-    MANAGER_PATH,
-    SYSTEMD,
-    UnitCpuset,
-    set_properties_call,
-)
+from cpuset_adapters.systemd.call import UnitCpuset, ping, set_properties_call, version_query
 from cpuset_adapters.systemd.connection import (
     PRIVATE,
     Bound,
@@ -37,6 +31,7 @@ from cpuset_adapters.systemd.connection import (
     open_authenticated,
     system_bus_path,
 )
+from cpuset_adapters.systemd.frames import ERROR, ERROR_NAME, REPLY_SERIAL, Message, next_reply
 
 __all__ = ["NUDGE_EVERY", "PRIVATE", "UNSENT", "WINDOW", "BusError", "SystemdBus",
            "system_bus_path"]
@@ -54,11 +49,6 @@ in a hundred unanswered for good, PID 1 idle and answering ``systemctl`` meanwhi
 a server, can take the ``BEGIN`` line and the first call in one read and then wait for more
 bytes before it reads that call (systemd pull request 24875 fixed one such case). More bytes
 wake it; a Ping asks for no reply, so nothing else changes."""
-_REPLY_SERIAL: Final = 5
-_ERROR_NAME: Final = 4
-_RETURN: Final = 2
-_ERROR: Final = 3
-"""Header field codes and the reply message types (the D-Bus specification)."""
 
 
 class SystemdBus:
@@ -115,7 +105,7 @@ class SystemdBus:
             if exc.reason != "no-bus" or self.private is None or not os.path.exists(self.private):
                 raise
             self._open(self.private, bound)  # peer to peer: no Hello
-        variant = self._call(_version_query(), bound).body[0]
+        variant = self._call(version_query(), bound).body[0]
         self.version = str(variant[1]) if isinstance(variant, tuple) else str(variant)
         major = int("".join(c for c in self.version.split(".")[0] if c.isdigit()) or 0)
         if major < MIN_VERSION:
@@ -209,11 +199,11 @@ class SystemdBus:
         message = self._next(deadline)
         if message is None:
             return False
-        serial = message.header.fields.get(_REPLY_SERIAL)
+        serial = message.header.fields.get(REPLY_SERIAL)
         self._stale.discard(serial)
         unit = waiting.pop(serial, None)
-        if unit is not None and message.header.message_type.value == _ERROR:
-            name = message.header.fields.get(_ERROR_NAME, "")
+        if unit is not None and message.header.message_type.value == ERROR:
+            name = message.header.fields.get(ERROR_NAME, "")
             text = message.body[0] if message.body else ""
             problems[unit] = f"{name}: {text}"
         return True
@@ -237,10 +227,10 @@ class SystemdBus:
                         break
                     self._nudge(bound)
                     continue
-                if reply.header.fields.get(_REPLY_SERIAL) != serial:
+                if reply.header.fields.get(REPLY_SERIAL) != serial:
                     continue  # a signal (NameAcquired)
-                if reply.header.message_type.value == _ERROR:
-                    raise BusError("no-bus", f"{reply.header.fields.get(_ERROR_NAME)}: "
+                if reply.header.message_type.value == ERROR:
+                    raise BusError("no-bus", f"{reply.header.fields.get(ERROR_NAME)}: "
                                              f"{reply.body[0] if reply.body else ''}")
                 return _Reply(reply.body)
         except TimeoutError as exc:  # the call not taken: a full socket nobody reads
@@ -261,9 +251,9 @@ class SystemdBus:
         self._serial += 1
         self.nudges += 1
         self._sock.settimeout(bound.left())
-        self._sock.sendall(_ping().serialise(serial=self._serial))  # type: ignore[attr-defined]
+        self._sock.sendall(ping().serialise(serial=self._serial))  # type: ignore[attr-defined]
 
-    def _next(self, deadline: float) -> _Message | None:
+    def _next(self, deadline: float) -> Message | None:
         """The next reply (method return or error) before ``deadline``; other messages are
         skipped unparsed: on systemd's private socket every unit change is a signal sent to
         every connection, and a reload sends a flood of them. Past the deadline only what
@@ -290,23 +280,15 @@ class SystemdBus:
             if not data:
                 raise ConnectionResetError("the bus closed the connection")
             self._buffer += data
-        return _Message(message)
+        return Message(message)
 
     def _framed(self) -> object | None:
         """The next whole reply in the buffer, parsed (``None``: none complete yet)."""
-        while len(self._buffer) >= 16:
-            code = "<" if self._buffer[0:1] == b"l" else ">"
-            kind = self._buffer[1]
-            body, fields = struct.unpack_from(code + "I4xI", self._buffer, 4)
-            size = 16 + fields + (-fields % 8) + body
-            if len(self._buffer) < size:
-                return None
-            chunk = bytes(self._buffer[:size])
-            del self._buffer[:size]
-            if kind in (_RETURN, _ERROR):
-                self._parser.add_data(chunk)
-                return self._parsed()
-        return None
+        chunk = next_reply(self._buffer)
+        if chunk is None:
+            return None
+        self._parser.add_data(chunk)
+        return self._parsed()
 
 
     def _parsed(self) -> object | None:
@@ -319,30 +301,3 @@ class SystemdBus:
 @dataclass(frozen=True, slots=True)
 class _Reply:
     body: tuple[object, ...]
-
-
-class _Message:
-    """jeepney's message, seen through the few fields used here (jeepney has no types)."""
-
-    __slots__ = ("body", "header")
-
-    def __init__(self, message: object) -> None:
-        self.header = message.header  # type: ignore[attr-defined]
-        self.body: tuple[object, ...] = tuple(message.body)  # type: ignore[attr-defined]
-
-
-def _ping() -> object:
-    from jeepney import DBusAddress, MessageFlag, new_method_call  # noqa: PLC0415
-
-    peer = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD, interface="org.freedesktop.DBus.Peer")
-    ping = new_method_call(peer, "Ping")
-    ping.header.flags = MessageFlag.no_reply_expected
-    return ping
-
-
-def _version_query() -> object:
-    from jeepney import DBusAddress, new_method_call  # noqa: PLC0415
-
-    properties = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD,
-                             interface="org.freedesktop.DBus.Properties")
-    return new_method_call(properties, "Get", "ss", (MANAGER, "Version"))

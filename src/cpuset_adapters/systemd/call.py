@@ -6,6 +6,7 @@ CPU (or node) ``n``, as systemd's ``cpu_set_from_dbus`` reads them. ``runtime = 
 value holds until the next boot, across ``daemon-reload``, as runc sets it. Marshalled here
 in 8 µs against jeepney's 107 µs, byte for byte what jeepney produces
 (``tests/unit/adapters/test_systemd_bus.py`` checks both that and the specification's layout).
+The two calls a connection starts with (the version asked, a ``Ping``) are built by jeepney.
 """
 
 from __future__ import annotations
@@ -85,3 +86,22 @@ def set_properties_call(serial: int, request: UnitCpuset) -> bytes:
     struct.pack_into("<I", body, length_at, len(body) - start)
     head = struct.pack("<cBBBIII", b"l", 1, 0, 1, len(body), serial, len(_FIELDS)) + _FIELDS
     return head + _pad(len(head), 8) + bytes(body)
+
+
+def ping() -> object:
+    """A ``Peer.Ping`` to systemd asking for no reply (built by jeepney)."""
+    from jeepney import DBusAddress, MessageFlag, new_method_call  # noqa: PLC0415
+
+    peer = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD, interface="org.freedesktop.DBus.Peer")
+    ping = new_method_call(peer, "Ping")
+    ping.header.flags = MessageFlag.no_reply_expected
+    return ping
+
+
+def version_query() -> object:
+    """The manager's ``Version`` property asked (built by jeepney)."""
+    from jeepney import DBusAddress, new_method_call  # noqa: PLC0415
+
+    properties = DBusAddress(MANAGER_PATH, bus_name=SYSTEMD,
+                             interface="org.freedesktop.DBus.Properties")
+    return new_method_call(properties, "Get", "ss", (MANAGER, "Version"))

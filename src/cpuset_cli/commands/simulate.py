@@ -13,16 +13,8 @@ from cpuset_cli import bootstrap, render
 from cpuset_cli.commands.bad_input import fail, read_input
 from cpuset_cli.commands.config_input import config_option, read_settings
 from cpuset_cli.placement_quality import Metrics, Ratio
-from cpuset_cli.simulate import (
-    AddEvent,
-    Event,
-    Placed,
-    Rejected,
-    Simulation,
-    TraceError,
-    read_trace,
-    replay,
-)
+from cpuset_cli.simulate import Placed, Rejected, Simulation, replay
+from cpuset_cli.trace import AddEvent, Event, TraceError, read_trace
 from cpuset_core import Settings, Topology, TopologyError, TopologySource
 
 if TYPE_CHECKING:

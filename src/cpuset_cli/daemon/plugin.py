@@ -17,10 +17,11 @@ from cpuset_adapters.config import Observability
 from cpuset_adapters.cri.start_probe import CriStartProbe
 from cpuset_adapters.device_locality import LocateDevices
 from cpuset_adapters.hotplug import OnlineCpuWatcher
+from cpuset_adapters.nri.deadlock import locks_are_safe
 from cpuset_adapters.nri.handler import CpusetNriHandler, KernelView
 from cpuset_adapters.nri.handler_port import RuntimeInfo
 from cpuset_adapters.nri.launch import Endpoint, InheritedSocket, Launch
-from cpuset_adapters.nri.session import NriSession, locks_are_safe
+from cpuset_adapters.nri.session import NriSession
 from cpuset_adapters.observability.metrics import PluginMetrics
 from cpuset_adapters.process_memory import limit_heaps, release_free_memory
 from cpuset_adapters.systemd_notify import SystemdNotifier
@@ -125,23 +126,25 @@ class Daemon:
         info = self.handler.runtime
         return info is not None and locks_are_safe(info.nri_version)
 
+    def _answers_only(self) -> bool:
+        """Whether the plugin never calls UpdateContainers itself: pre-installed on a runtime
+        whose locks can deadlock, where dropping the connection would end it for good; its
+        updates ride on answers only (decision 51)."""
+        return not self._locks_safe() and isinstance(self.endpoint, InheritedSocket)
+
     def _may_call(self) -> bool:
-        """Whether the pusher may call UpdateContainers now. On a runtime whose locks can
-        deadlock: only after a quiet spell, and never for a pre-installed plugin (dropping the
-        connection would end it for good), whose updates ride on answers only."""
-        if self._locks_safe():
-            return True
-        if isinstance(self.endpoint, InheritedSocket):
+        """Whether the pusher may call UpdateContainers now: never where updates ride on
+        answers only; on a runtime whose locks can deadlock, after a quiet spell."""
+        if self._answers_only():
             return False
-        return self.session.quiet_for() >= QUIET
+        return self._locks_safe() or self.session.quiet_for() >= QUIET
 
     async def _apply_corrections(self, updates: Sequence[ContainerUpdate]) -> None:
         """One step of the CRI inventory's corrections: into the kernel first, the rest on
         the answers to the runtime's next calls. The inventory runs on NRI before v0.7 only,
         whose locks a call of the plugin's own can deadlock, and a pre-installed plugin's
         connection, once dropped, is never given back (decision 51)."""
-        written, rest = self.service.pusher.kernel.apply(updates)
-        self.service.pusher.kernel_applied(written)
+        rest = self.service.pusher.write_first(updates)
         self.service.pusher.refused(u.container_id for u in rest)
 
     async def _send_when_quiet(self, updates: Sequence[ContainerUpdate]) -> None:
@@ -204,10 +207,8 @@ class Daemon:
         if not plan.updates or not self.session.connected:
             # Not connected: the next Synchronize corrects every container anyway.
             return
-        written, updates = self.service.pusher.kernel.apply(plan.updates)
-        self.service.pusher.kernel_applied(written)
-        if updates and not self._locks_safe() and isinstance(self.endpoint, InheritedSocket):
-            # It never calls UpdateContainers there (_may_call): they ride on answers.
+        updates = self.service.pusher.write_first(plan.updates)
+        if updates and self._answers_only():
             self.service.pusher.refused(u.container_id for u in updates)
             return
         try:

@@ -22,7 +22,7 @@ from cpuset_adapters.cri.results import Resources
 from cpuset_adapters.cri.transport import UnaryTransport
 from cpuset_adapters.grpc_status import StatusCode
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import Device, PodSpec, QosClass, cgroup_parent
+from cpuset_lab.pod_spec import Device, Mount, PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources, guaranteed, memory_bytes, milli_cpus
 
 UID = "0f6a1c2e-1111-4d2b-9c3a-5e6f7a8b9c0d"
@@ -248,6 +248,19 @@ def test_devices_reach_the_runtime_as_cri_container_config_devices(
         ("/dev/nvme1n1", "/dev/nvme1n1", "rw"), ("/dev/disk", "/dev/nvme0n1", "r")]
     assert create.config.linux.resources.cpu_quota == 200_000  # the rest of the config intact
     assert create.config.metadata.name == "app"
+
+
+def test_mounts_reach_the_runtime_as_cri_container_config_mounts(
+        fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
+    client, runtime = fake
+    pod = client.run_pod(PodSpec(name="probe", uid=UID))
+    client.create_container(pod, None, "app", "img:1", mounts=[
+        Mount(container_path="/probe", host_path="/var/tmp/build"),
+        Mount(container_path="/io", host_path="/var/tmp/io", readonly=False)])
+    create = runtime.requests[-1]
+    assert isinstance(create, pb.CreateContainerRequest)
+    assert [(m.container_path, m.host_path, m.readonly) for m in create.config.mounts] == [
+        ("/probe", "/var/tmp/build", True), ("/io", "/var/tmp/io", False)]
 
 
 def test_runtime_errors_keep_code_and_message(fake: tuple[KubeletClient, _DryRunRuntime]) -> None:

@@ -20,8 +20,8 @@ from cpuset_adapters.systemd.scope_writer import (
     RETRY_AFTER,
     SystemdScopeWriter,
 )
-from tests.unit.adapters.test_cgroup_writer import V2_PATH, cgroup, update, v2_tree
-from tests.unit.adapters.test_systemd_writer import Clock, Counts, FakeBus
+from tests.unit.adapters.cgroup_trees import V2_PATH, cgroup, update, v2_tree
+from tests.unit.adapters.systemd_fakes import Clock, Counts, FakeBus
 
 WEB = "cri-containerd-c-web.scope"
 DB = "cri-containerd-c-db.scope"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_lab import vm
+from cpuset_lab import vm, vm_output
 from cpuset_lab.vm_results import Counts, Outcome, judge, summary_table
 from cpuset_lab.vm_shapes import SHAPES, Node, NvmeDrive, Shape
 
@@ -72,11 +72,11 @@ def test_a_guest_whose_kernel_reports_a_cpu_stuck_for_minutes_is_stalled(
 
     stalled = threading.Event()
     with (tmp_path / "console.log").open("wb") as console:
-        vm._copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
+        vm_output.copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
     assert not stalled.is_set()  # a CPU starved for a while under emulation is not a stall
     Guest.stdout = iter([b"[ 220.0] watchdog: BUG: soft lockup - CPU#6 stuck for 120s! [x]\n"])
     with (tmp_path / "console.log").open("ab") as console:
-        vm._copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
+        vm_output.copy_console(Guest(), console, stalled)  # type: ignore[arg-type]
     assert stalled.is_set()
     result = judge("default", write_results(tmp_path, rc=None, junit=False), wall_s=300,
                    timed_out=False, stalled=True)

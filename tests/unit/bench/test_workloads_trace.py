@@ -7,7 +7,7 @@ from allocation_quality.replay import kubelet, replay_with_allocator
 from allocation_quality.traces import ISOLATED, MIXED, OPTED_OUT, TraceSpec, build_traces
 from allocation_quality.workloads import kubelet as kubelet_tally
 
-from cpuset_cli.simulate import AddEvent
+from cpuset_cli.trace import AddEvent
 from cpuset_core import Topology
 from cpuset_lab.machines import DUAL_SOCKET_HT, OFFLINE_ISOLATED, MachineShape, build_topology
 

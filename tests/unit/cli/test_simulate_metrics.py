@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from cpuset_cli import placement_quality
-from cpuset_cli.simulate import parse_trace, replay
+from cpuset_cli.simulate import replay
+from cpuset_cli.trace import parse_trace
 from cpuset_core import Topology
 from cpuset_lab.machines import BIG_1024, build_topology
 from tests.unit.cli.simulate_traces import DUAL, EPYC, add, delete, trace

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from cpuset_cli.commands.simulate import simulate
-from cpuset_cli.simulate import parse_trace, replay
+from cpuset_cli.simulate import replay
+from cpuset_cli.trace import parse_trace
 from cpuset_core import Settings
 from tests.unit.cli.simulate_traces import DUAL, EPYC, add, delete, invoke, trace
 

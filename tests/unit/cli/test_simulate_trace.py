@@ -12,16 +12,8 @@ from click.testing import CliRunner
 
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli.commands.simulate import make_simulate
-from cpuset_cli.simulate import (
-    AddEvent,
-    DelEvent,
-    Placed,
-    Rejected,
-    TraceError,
-    parse_trace,
-    read_trace,
-    replay,
-)
+from cpuset_cli.simulate import Placed, Rejected, replay
+from cpuset_cli.trace import AddEvent, DelEvent, TraceError, parse_trace, read_trace
 from cpuset_core import CPUSet
 from tests.unit.cli.simulate_traces import DUAL, add, delete, invoke, trace
 

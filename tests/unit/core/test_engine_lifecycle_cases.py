@@ -11,8 +11,8 @@ import pytest
 
 from cpuset_core import AllocationOptions, CPUSet
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, MachineShape
-from tests.unit.core.test_engine_stateful import EngineLifecycle
-from tests.unit.core.test_lifecycle_stateful import Lifecycle
+from tests.unit.core.engine_lifecycle_model import EngineLifecycle
+from tests.unit.core.lifecycle_model import Lifecycle
 
 PIN = "weka.io/cores-ids"
 

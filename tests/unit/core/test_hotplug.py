@@ -20,18 +20,14 @@ from cpuset_core import (
     PodFacts,
     Settings,
     StalePlanError,
-    Topology,
     violations,
 )
 from cpuset_lab.machines import DUAL_SOCKET_HT, THIS_MACHINE_LIKE, build_topology
 from tests.builders.facts import container, pod
+from tests.unit.core.topologies import with_online
 
 TOPOLOGY = build_topology(DUAL_SOCKET_HT)  # 16 CPUs, n and n+8 siblings; nodes 0-3,8-11 / rest
 WHOLE_CORES = Settings(allocation=AllocationOptions(full_physical_cores=True))
-
-
-def with_online(topology: Topology, online: str) -> Topology:
-    return dataclasses.replace(topology, online=CPUSet.parse(online))
 
 
 def create(engine: CpusetEngine, p: PodFacts, cid: str, cpus: int | None = None) -> CPUSet:

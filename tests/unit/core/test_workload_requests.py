@@ -29,8 +29,7 @@ from cpuset_core.quota import ExclusiveQuota, cpu_quota
 from cpuset_core.settings import Settings
 from cpuset_core.workload import ISOLATED, MIXED, RESERVED, SHARED, Requests
 from tests.builders.facts import container, pod
-from tests.unit.core.test_hotplug import with_online
-from tests.unit.core.topologies import DUAL_SOCKET
+from tests.unit.core.topologies import DUAL_SOCKET, with_online
 
 RESERVED_CPUS = CPUSet((0, 8))
 SYSTEM = Settings(system_reserved=RESERVED_CPUS, reserved_namespaces=("kube-system",))

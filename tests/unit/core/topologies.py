@@ -7,6 +7,7 @@ Shapes come from ``cpuset_lab.machines`` (Linux numbering: a core's threads are 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from cpuset_core.cpuset import CPUSet
@@ -25,6 +26,12 @@ from cpuset_lab.machines import (
 def cpus(text: str) -> CPUSet:
     """Parse a CPU list; "" is the empty set."""
     return CPUSet.parse(text, allow_empty=True)
+
+
+
+def with_online(topology: Topology, online: str) -> Topology:
+    """``topology`` with only ``online`` CPUs online (a hotplug)."""
+    return dataclasses.replace(topology, online=CPUSet.parse(online))
 
 
 # -- machines ----------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.unit.deploy.documents import one
 from tests.unit.deploy.schema import KUBERNETES
-from tests.unit.deploy.test_topology_components import one
 
 EVENTS = KUBERNETES / "components" / "events"
 

@@ -8,27 +8,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.support.kube_cel import evaluate_policy
+from tests.unit.deploy.documents import documents, one
 from tests.unit.deploy.schema import DEPLOY, KUBERNETES
 
 COMPONENTS = KUBERNETES / "components"
 PUBLISHER = COMPONENTS / "topology-publisher"
 ACCOUNT = "system:serviceaccount:kube-system:nri-cpuset-topology"
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
-
-
-def documents(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def one(path: Path, kind: str) -> dict[str, Any]:
-    [found] = [d for d in documents(path) if d["kind"] == kind]
-    return found
 
 
 @pytest.mark.parametrize("component", sorted(p.name for p in COMPONENTS.iterdir()))

@@ -187,6 +187,6 @@ def test_a_send_in_flight_when_the_connection_drops_is_forgotten() -> None:
     ("v1.0.0-rc.1", True), ("garbage", False)])
 def test_only_runtimes_with_nri_0_12_1_or_later_take_update_calls_during_events(
         version: str, safe: bool) -> None:
-    from cpuset_adapters.nri.session import locks_are_safe
+    from cpuset_adapters.nri.deadlock import locks_are_safe
 
     assert locks_are_safe(version) is safe

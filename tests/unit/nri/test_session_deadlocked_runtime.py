@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from cpuset_adapters.nri.deadlock import WEDGED_AFTER
 from cpuset_adapters.nri.launch import SocketPath
-from cpuset_adapters.nri.session import WEDGED_AFTER, NriSession
+from cpuset_adapters.nri.session import NriSession
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 from tests.support.nri_runtime import RuntimeDouble
 from tests.unit.nri.session_harness import RecordingHandler, run, sock_path

@@ -206,3 +206,24 @@ def test_a_slow_synchronize_in_time_is_logged_as_a_slow_handler_and_keeps_the_co
     [record] = caplog.records
     assert record.levelno == logging.WARNING
     assert record.getMessage().startswith("slow handler: on_synchronize took 1")
+
+
+@pytest.mark.parametrize(("delay", "timeout_ms", "took"), [
+    # 15 % of a 1 s request timeout at least: its time is said on the one line.
+    (0.15, 1000, " (on_synchronize took 1"),
+    # Slow only past 6 minutes, however loaded the machine: nothing about its time.
+    (0.0, 3_600_000, ""),
+])
+def test_a_failing_synchronize_logs_one_error_with_the_handlers_time_when_it_was_slow(
+        caplog: pytest.LogCaptureFixture, delay: float, timeout_ms: int, took: str) -> None:
+    handler = RecordingHandler()
+    handler.delay["synchronize"] = delay
+    handler.fail["synchronize"] = HandlerError("nri-cpuset: broken")
+    with caplog.at_level(logging.DEBUG, logger="nri_cpuset.nri"):
+        assert synchronize(PluginService(handler), ConnectionState(request_timeout_ms=timeout_ms))
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR
+    message = record.getMessage()
+    assert message.startswith(f"Synchronize failed: nri-cpuset: broken{took}")
+    assert message.endswith("; dropping the connection")
+    assert (f"of the runtime's {timeout_ms} ms request timeout)" in message) is bool(took)

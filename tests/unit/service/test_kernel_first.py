@@ -287,3 +287,27 @@ def test_a_synchronize_leaves_a_container_the_runtime_never_gave_a_cpuset_as_uns
     updates = handler.on_synchronize([io], [late])
     assert cpus_of(updates) == {"id-late-0123456789": "3"}  # corrected from "unset"
     assert service.pusher.record_pending() == frozenset()
+
+
+def _shrink(cid: str, cpus: str) -> ContainerUpdate:
+    return ContainerUpdate(container_id=cid, subject=f"ns/{cid}/main", kind=Kind.SHARED,
+                           cpus=CPUSet.parse(cpus), previous_cpus=CPUSet.parse("0-15"))
+
+
+def test_write_first_marks_what_the_kernel_took_written_and_hands_back_the_rest() -> None:
+    """The one step every path of the daemon's own takes (kernel writes, a hotplug's moves,
+    the CRI inventory's corrections): the runtime's record of what the kernel took follows."""
+    kernel = FakeKernel(refuse=frozenset({"b"}))
+    _, service = with_kernel(kernel)
+    rest = service.pusher.write_first([_shrink("a", "0-3"), _shrink("b", "4-7")])
+    assert [u.container_id for u in rest] == ["b"]
+    assert kernel.cpus == {"a": "0-3"}
+    assert service.pusher.record_pending() == {"a"}
+    assert service.pusher.known()["a"].format() == "0-3"
+
+
+def test_without_the_fast_path_write_first_hands_back_every_update() -> None:
+    _, service, _ = make()
+    updates = [_shrink("a", "0-3"), _shrink("b", "4-7")]
+    assert service.pusher.write_first(updates) == updates
+    assert service.pusher.record_pending() == frozenset()

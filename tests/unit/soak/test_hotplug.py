@@ -12,8 +12,9 @@ import pytest
 from cpuset_core import CPUSet
 from cpuset_soak.hotplug import HotplugUnavailable, usable_cpus
 from cpuset_soak.invariants import placements
-from cpuset_soak.model import INTEGER, PINNED, SHARED, UNAVAILABLE, Pod
+from cpuset_soak.model import INTEGER, PINNED, SHARED, Pod
 from cpuset_soak.plugin import Rejections
+from cpuset_soak.prediction import UNAVAILABLE
 from cpuset_soak.resync import resynchronized
 from cpuset_soak.walk import Walk
 from tests.unit.soak.soak_fixtures import FOUR, enforced, node_with, pod, running

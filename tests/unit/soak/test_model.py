@@ -4,22 +4,17 @@ or a resize it allows, on hand-worked nodes, and what draining and a resynchroni
 from __future__ import annotations
 
 from cpuset_core import CPUSet
-from cpuset_soak.model import (
-    INSUFFICIENT,
-    INTEGER,
-    INVALID_ANNOTATION,
-    NAMESPACE,
-    PINNED,
-    POOL_EMPTY,
-    REASSIGNMENT,
-    SHARED,
-    UNAVAILABLE,
-    Container,
-    Node,
-    Pod,
-)
+from cpuset_soak.model import INTEGER, PINNED, SHARED, Container, Node, Pod
 from cpuset_soak.outcomes import reason_of
 from cpuset_soak.parts import Model
+from cpuset_soak.prediction import (
+    INSUFFICIENT,
+    INVALID_ANNOTATION,
+    NAMESPACE,
+    POOL_EMPTY,
+    REASSIGNMENT,
+    UNAVAILABLE,
+)
 from cpuset_soak.reclass import CHANGING_CLASS, class_change
 from cpuset_soak.resync import resynchronized
 from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running

@@ -11,17 +11,15 @@ from cpuset_soak.model import (
     CREATED,
     EXPIRED,
     FAILED,
-    INSUFFICIENT,
     INTEGER,
     PINNED,
-    POOL_EMPTY,
     SHARED,
     Container,
     Grace,
     Node,
     Pod,
-    Prediction,
 )
+from cpuset_soak.prediction import INSUFFICIENT, POOL_EMPTY, Prediction
 from tests.unit.soak.fakes import FakeClock
 from tests.unit.soak.soak_fixtures import FOUR, TWO, node_with, pod, running
 

@@ -11,19 +11,9 @@ from cpuset_core import CPUSet
 from cpuset_soak import requests
 from cpuset_soak.invariants import exclusive_owners, placements
 from cpuset_soak.kernel import KernelView
-from cpuset_soak.model import (
-    INSUFFICIENT,
-    INTEGER,
-    MIXED,
-    NAMESPACE,
-    PINNED,
-    POOL_EMPTY,
-    RESERVED,
-    SHARED,
-    Container,
-    Node,
-)
+from cpuset_soak.model import INTEGER, MIXED, PINNED, RESERVED, SHARED, Container, Node
 from cpuset_soak.parts import Model
+from cpuset_soak.prediction import INSUFFICIENT, NAMESPACE, POOL_EMPTY
 from cpuset_soak.reclass import class_change
 from cpuset_soak.resync import resynchronized
 from cpuset_soak.walk import Walk

@@ -1,0 +1,165 @@
+"""What an exclusive CPU buys the workload (issue 43, part 1): a Guaranteed 1-CPU container doing
+what latency-critical pods do, on the real containerd, with and without neighbours and the
+plugin (needs root and ``scripts/install-containerd``; ``NRI_CPUSET_RUNTIME=2.x`` for 2.1).
+
+The probe (``bench/probes/dutycycle.c``, built static at bench time and bind-mounted read-only
+into the lab's busybox container) runs SCHED_OTHER, as a pod's threads do:
+
+- a duty cycle: it wakes on absolute 1 ms deadlines, works 500 µs of each period (a loop count
+  calibrated once, on the idle machine, so every case does the same work) and records how late
+  the work finished past deadline + 500 µs: p50, p99, p99.9 and max over every period
+  (20 000; 2 000 with ``--quick``); work ending past the next deadline skips it (counted);
+- a fixed CPU-bound job (3 s of loops on the idle machine; 0.3 s with ``--quick``), timed.
+
+Beside it (except in the floor): N spinning containers (4; 2 with ``--quick``), BestEffort and
+Burstable weighted like a 1-CPU request (shares 1024, no quota) in turn, and a disk writer
+(``dd oflag=direct`` to a host directory) as the interrupt source. While a case runs, the
+pods' cgroups and the QoS tiers above them carry a kubelet's weights (``isolation_bench/
+weights.py``; the lab leaves them at the kernel's default). The cases, in this order in
+every round: the floor (the probe alone, no plugin), no plugin (the kubelet's ``none`` policy),
+the plugin's built-in defaults. The plugin with each isolation request (part 2) will be more
+cases; it is not built yet.
+
+Prints, per round, a table: the lateness percentiles, the job's time, deadlines skipped,
+involuntary context switches, the probe's CPUs and the device interrupts they took per second;
+then each figure's ratio to the floor. Nothing is asserted.
+
+Run: ``nox -s bench-isolation`` or ``python bench/isolation.py [--quick] [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from isolation_bench import interrupts, probe
+from isolation_bench.cases import CASES, FULL, NOT_YET, QUICK, Case, Sizes, check_cases, neighbours
+from isolation_bench.node import IsolationNode
+from isolation_bench.probe import Calibration, Workload
+from isolation_bench.stats import Lateness
+from isolation_bench.table import CaseResult, table
+
+from cpuset_core.cpuset import CPUSet
+from cpuset_lab.cgroups import online_cpus
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.containerd_install import find_installation
+
+SLACK = 10.0
+"""How many times its work's length a probe run may take before it counts as hung (a loaded
+machine slows it, a hang must still end the bench)."""
+
+
+def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibration) -> CaseResult:
+    """One case: its plugin and neighbours, the probe run, all of it cleared after."""
+    plugin = node.start_plugin(case) if case.plugin else None
+    try:
+        if case.neighbours:
+            node.start_neighbours(neighbours(sizes.spinners))
+        work = sizes.workload
+        nominal = work.periods * work.period_us / 1e6 + work.job_ms / 1e3
+        output = node.run_probe(case, work.command(calibration), 60 + SLACK * nominal)
+    finally:
+        node.clear()
+        if plugin is not None:
+            plugin.stop()
+    run = probe.parse_run(output.lines)
+    taken = interrupts.taken(output.irqs_before, output.irqs_after, run.cpus)
+    return CaseResult(case=case, lateness=Lateness.from_ns(run.late_ns), job_ms=run.job_ns / 1e6,
+                      skipped=run.skipped, switches=run.duty_switches + run.job_switches,
+                      cpus=CPUSet(run.cpus).format(), irqs_per_s=taken / output.seconds)
+
+
+def calibrate(node: IsolationNode) -> Calibration:
+    """The work loops per millisecond, measured in the floor's setting (the probe alone)."""
+    try:
+        output = node.run_probe(CASES[0], probe.CALIBRATE_COMMAND, 120)
+    finally:
+        node.clear()
+    return probe.parse_calibration(output.lines)
+
+
+def sizes_from(args: argparse.Namespace) -> Sizes:
+    base = QUICK if args.quick else FULL
+    work: Workload = base.workload
+    if args.periods is not None:
+        work = replace(work, periods=args.periods)
+    return replace(base, workload=work,
+                   spinners=args.spinners if args.spinners is not None else base.spinners,
+                   rounds=args.rounds if args.rounds is not None else base.rounds)
+
+
+def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir: Path,
+             load: str) -> None:
+    """What the run measures, printed before its tables."""
+    work = sizes.workload
+    print(f"machine load before the run (/proc/loadavg: 1, 5, 15 min): {load} (a quiet "
+          "machine's is near 0; processes outside the pods run on the probe's CPUs too)")
+    print(f"isolation bench on containerd {lab.runtime.name}, {len(online_cpus())} CPUs; "
+          f"probe: {work.work_us} µs of work every {work.period_us} µs, {work.periods} periods, "
+          f"SCHED_OTHER, Guaranteed 1 CPU; job {work.job_ms} ms on the idle machine "
+          f"({calibration.loops_per_ms} loops/ms)")
+    print(f"neighbours: {sizes.spinners} spinning (BestEffort and Burstable 1-CPU weighted in "
+          f"turn) and a disk writer (dd oflag=direct, 4 KiB) under {workdir}")
+    for case in CASES:
+        print(f"  {case.name}: {case.what}")
+    print(f"  not measured: {NOT_YET}")
+    print("lateness = when the period's work finished - (deadline + work); skipped = deadlines "
+          "passed while working; inv. cs = involuntary context switches; dev irq/s = device "
+          "interrupts on the probe's CPUs", flush=True)
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
+def cannot_run_here() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (it runs containerd)"
+    if len(online_cpus()) < 2:
+        return "needs two online CPUs (an exclusive CPU must leave a shared one)"
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="2 000 periods, a 0.3 s job, 2 spinners, 1 round (a smoke run)")
+    parser.add_argument("--periods", type=positive, default=None)
+    parser.add_argument("--spinners", type=int, default=None, choices=range(9),
+                        metavar="0..8")
+    parser.add_argument("--rounds", type=positive, default=None)
+    args = parser.parse_args()
+    if (why := cannot_run_here()) is not None:
+        print(why, file=sys.stderr)
+        return 2
+    sizes = sizes_from(args)
+    check_cases(CASES)
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    with tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp:
+        workdir = Path(tmp)
+        probe_dir = probe.build(workdir / "build").parent
+        lab = LabContainerd(workdir / "lab", installation=find_installation())
+        try:
+            lab.start()
+            lab.import_image()
+            node = IsolationNode(lab, workdir, probe_dir)
+            calibration = calibrate(node)
+            describe(lab, sizes, calibration, workdir, load)
+            for n in range(sizes.rounds):
+                results = [measure(node, case, sizes, calibration) for case in CASES]
+                print(f"\n== round {n + 1} of {sizes.rounds}")
+                print("\n".join(table(results)), flush=True)
+        finally:
+            lab.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""When the daemon calls UpdateContainers itself, the one rule every path of its own asks
+(the pusher, a hotplug's moves, the CRI inventory's corrections): a pre-installed plugin on a
+runtime whose locks can deadlock never does, its updates ride on answers; an external one there
+waits for a quiet spell; on NRI v0.12.1 or later any time (decision 51)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cpuset_adapters.nri.handler_port import RuntimeInfo
+from cpuset_adapters.static_topology import StaticTopologySource
+from cpuset_cli import bootstrap
+from cpuset_cli.daemon.plugin import QUIET, Daemon
+from tests.unit.core.topologies import OFFLINE_ISO
+
+
+def daemon(*, pre_installed: bool, nri_version: str, quiet_for: float) -> Daemon:
+    environ = {"NRI_PLUGIN_SOCKET": "3"} if pre_installed else {}
+    built = bootstrap.build_daemon(StaticTopologySource(OFFLINE_ISO), environ=environ,
+                                   name="nri-cpuset", index="99", socket_path="/nonexistent",
+                                   hotplug_interval=0, verify_period=0, kernel_updates=False)
+    built.handler.on_configure(RuntimeInfo(nri_version=nri_version,
+                                           registration_timeout_ms=5000))
+    built.session.quiet_for = lambda: quiet_for  # type: ignore[method-assign]
+    return built
+
+
+@pytest.mark.parametrize(("pre_installed", "nri_version", "quiet_for", "answers_only",
+                          "may_call"), [
+    (True, "", QUIET, True, False),              # pre-installed on containerd 1.7 / 2.1
+    (True, "v0.12.0", 3600.0, True, False),      # however quiet the runtime
+    (False, "", QUIET, False, True),             # external there: after a quiet spell
+    (False, "", QUIET / 2, False, False),        # not before
+    (True, "v0.12.1", 0.0, False, True),         # locks that cannot deadlock: any time
+    (False, "v0.12.1", 0.0, False, True),
+])
+def test_the_plugin_calls_update_containers_itself_only_where_it_cannot_deadlock_the_runtime(
+        pre_installed: bool, nri_version: str, quiet_for: float, answers_only: bool,
+        may_call: bool) -> None:
+    built = daemon(pre_installed=pre_installed, nri_version=nri_version, quiet_for=quiet_for)
+    assert built._answers_only() is answers_only
+    assert built._may_call() is may_call

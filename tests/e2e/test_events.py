@@ -45,7 +45,7 @@ from tests.e2e.plugin_harness import (
     shared,
     wait_until,
 )
-from tests.e2e.test_start_failures import missing_binary, worker
+from tests.e2e.pod_workers import missing_binary, worker
 
 pytestmark = pytest.mark.e2e
 

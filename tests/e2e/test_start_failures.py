@@ -12,9 +12,7 @@ hang guard (``PATIENCE``), so the verdicts hold on a slow, loaded machine (issue
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,13 +21,12 @@ from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
-from cpuset_lab.pod_worker import Attempt, Backoff, ContainerSpec, PodWorker
+from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.pod_worker import ContainerSpec
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.e2e.plugin_harness import (
     KEY,
     ONLINE,
-    PATIENCE,
     Plugin,
     cpus,
     inspect_state,
@@ -39,15 +36,18 @@ from tests.e2e.plugin_harness import (
     shared,
     wait_until,
 )
+from tests.e2e.pod_workers import (
+    failed_as_the_runtime_says,
+    missing_binary,
+    sync_until_attempts,
+    worker,
+)
 
 pytestmark = pytest.mark.e2e
 
 GRACE = 8
 """``runtime.start_grace`` here: long enough that a loaded machine's slow CreateContainer and
 StartContainer still fit in it, short enough that a test waits it out."""
-BACKOFF = Backoff(initial=2.0, cap=8.0)
-"""The kubelet's 10 s doubling to 5 min, scaled down for a test."""
-MISSING = ["/nonexistent"]
 
 
 @pytest.fixture
@@ -60,45 +60,9 @@ def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[P
         yield running
 
 
-@contextmanager
-def worker(cri: KubeletClient, lab: LabContainerd, name: str, qos: QosClass,
-           *containers: ContainerSpec, pins: str | None = None) -> Iterator[PodWorker]:
-    uid = str(uuid.uuid4())
-    spec = PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
-                   annotations={KEY: pins} if pins is not None else {})
-    running = PodWorker(cri, spec, containers, lab.image, backoff=BACKOFF)
-    try:
-        yield running
-    finally:
-        running.close()
-
-
-def missing_binary(name: str = "app") -> ContainerSpec:
-    return ContainerSpec(name=name, resources=guaranteed(1, "64Mi"), command=MISSING)
-
-
 def exclusive(plugin: Plugin) -> CPUSet:
     """The CPUs the plugin's ledger holds exclusively (``inspect``)."""
     return CPUSet(int(cpu) for cpu in inspect_state(plugin.status)["exclusive"])
-
-
-def sync_until_attempts(workers: list[PodWorker], count: int) -> None:
-    """One kubelet syncing ``workers`` every 0.2 s until each has made ``count`` attempts at
-    its container ``app``. How many attempts a second brings is the back-off's and the
-    machine's business; that each one fails as the runtime says is the test's."""
-    deadline = time.monotonic() + PATIENCE
-    while any(len(w.of("app")) < count for w in workers):
-        assert time.monotonic() < deadline, (
-            f"fewer than {count} attempts after {PATIENCE:.0f} s: "
-            f"{[len(w.of('app')) for w in workers]}")
-        for w in workers:
-            w.sync()
-        time.sleep(0.2)
-
-
-def failed_as_the_runtime_says(attempt: Attempt) -> bool:
-    return (attempt.failed_at == "start" and "nri-cpuset" not in attempt.error
-            and "/nonexistent" in attempt.error)
 
 
 @needs_two_cpus

@@ -117,13 +117,6 @@ class PodWorker:
         for container in self.containers:
             self._sync_container(container)
 
-    def run(self, seconds: float, *, every: float = 0.2) -> None:
-        """Sync every ``every`` seconds for ``seconds`` seconds."""
-        end = self.clock() + seconds
-        while self.clock() < end:
-            self.sync()
-            time.sleep(every)
-
     def of(self, name: str) -> list[Attempt]:
         """The attempts at container ``name``, oldest first."""
         return [a for a in self.attempts if a.container == name]

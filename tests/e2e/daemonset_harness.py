@@ -27,7 +27,7 @@ from cpuset_lab.daemonset.lab_host import lab_host_paths, lab_node, log_messages
 from cpuset_lab.daemonset.running import PROBE_HOST, RunningPod, probe_status
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
-from tests.e2e.plugin_harness import ONLINE, cpus, pod, shared, wait_until
+from tests.e2e.plugin_harness import ONLINE, PATIENCE, cpus, pod, shared, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
@@ -94,13 +94,14 @@ def messages(running: RunningPod) -> list[str]:
     return log_messages(running.log_lines())
 
 
-def wait_for_message(running: RunningPod, text: str, timeout: float = 15.0) -> None:
+def wait_for_message(running: RunningPod, text: str, timeout: float = PATIENCE) -> None:
     wait_until(lambda: any(text in m for m in messages(running)),
                f"{text!r} in the pod's log\n--- its log ---\n"
                + "\n".join(messages(running)[-20:]), timeout=timeout)
 
 
-def drift_repaired(client: KubeletClient, lab: LabContainerd, timeout: float = 15.0) -> bool:
+def drift_repaired(client: KubeletClient, lab: LabContainerd,
+                   timeout: float = PATIENCE) -> bool:
     """The plugin's verifier at work through its ``/host/cgroup`` mount: a shared container's
     ``cpuset.cpus`` changed behind its back (one CPU) is written back to the whole pool
     within ``timeout``."""
@@ -120,9 +121,11 @@ def drift_repaired(client: KubeletClient, lab: LabContainerd, timeout: float = 1
 
 
 def job_problems(running: RunningPod, client: KubeletClient, lab: LabContainerd, *,
-                 ready_timeout: float = 30.0) -> list[str]:
+                 ready_timeout: float = PATIENCE, repair_timeout: float = PATIENCE) -> list[str]:
     """What keeps the pod from doing its whole job ([] when nothing): ready, the kernel fast
-    path on (other containers' cpusets written through ``/host/cgroup``), and drift repaired."""
+    path on (other containers' cpusets written through ``/host/cgroup``), and drift repaired.
+    The bounds are hang guards for a pod that works; a plant (a pod that must fail) passes
+    shorter ones, since how long it was given to fail is no verdict on speed."""
     try:
         running.wait_ready(timeout=ready_timeout)
     except AssertionError as error:
@@ -132,6 +135,6 @@ def job_problems(running: RunningPod, client: KubeletClient, lab: LabContainerd,
     if not any(m.startswith(KERNEL_FIRST) for m in messages(running)):
         found = [m for m in messages(running) if "cpuset updates:" in m]
         problems.append(f"the kernel fast path is off: {found}")
-    if len(ONLINE) > 1 and not drift_repaired(client, lab):
+    if len(ONLINE) > 1 and not drift_repaired(client, lab, repair_timeout):
         problems.append("a shared container's cpuset changed behind its back was not repaired")
     return problems

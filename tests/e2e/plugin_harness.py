@@ -35,7 +35,15 @@ KEY = "weka.io/cores-ids"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+PATIENCE = 120.0
+"""How long any wait of the e2e suite lasts before it calls the plugin or the runtime stuck.
+A hang guard, never a verdict on speed (issue 46): the suite must pass on a slow, loaded
+machine, and how fast something happens is the benchmarks' to measure. A wait that passes
+returns as soon as its check holds, so a generous bound costs nothing when things work."""
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = PATIENCE) -> None:
+    """Poll ``check`` until it holds; fail after ``timeout`` seconds (a hang guard)."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

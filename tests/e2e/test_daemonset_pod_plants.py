@@ -24,6 +24,7 @@ from tests.e2e.daemonset_harness import (
     port_free,
     translated,
 )
+from tests.e2e.plugin_harness import PATIENCE
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +72,7 @@ def test_a_broken_manifest_fails_the_pod_checks(lab: LabContainerd, tmp_path: Pa
     assert port_free(daemonset)
     running = start_pod(lab.client(), daemonset)
     try:
-        problems = job_problems(running, lab.client(), lab, ready_timeout=15)
+        problems = job_problems(running, lab.client(), lab, ready_timeout=15, repair_timeout=15)
     finally:
         running.stop()
         lab.cleanup()
@@ -87,7 +88,7 @@ def test_the_nri_socket_dir_read_only_still_connects(lab: LabContainerd, tmp_pat
     assert mount.readonly
     running = start_pod(lab.client(), daemonset)
     try:
-        running.wait_ready(timeout=30)
+        running.wait_ready(timeout=PATIENCE)
     finally:
         running.stop()
         lab.cleanup()

@@ -45,7 +45,7 @@ from tests.e2e.plugin_harness import (
     shared,
     wait_until,
 )
-from tests.e2e.test_start_failures import missing_binary, worker
+from tests.e2e.pod_workers import missing_binary, worker
 
 pytestmark = pytest.mark.e2e
 
@@ -252,7 +252,7 @@ def test_an_out_of_band_write_repaired_by_the_verifier_is_told_as_drift(
         path = cri.container_status(pg).cgroups_path
         assert path is not None
         (cgroupfs.cgroup_dir(path) / "cpuset.cpus").write_text(ONLINE.format())
-        wait_until(lambda: cpus(cri, pg) == mine, "the verifier to undo the write", 15.0)
+        wait_until(lambda: cpus(cri, pg) == mine, "the verifier to undo the write")
         wait_until(lambda: bool(notes(api, "db", "DriftRepaired")),
                    "the drift event, once a later pass saw it repaired", 15.0)
         [note] = notes(api, "db", "DriftRepaired")
@@ -269,7 +269,7 @@ def test_a_container_whose_start_failed_is_told_it_gave_its_cpus_back(
         bad.sync()
         (first,) = bad.attempts
         assert first.failed_at == "start"
-        wait_until(lambda: cpus(cri, app) == ONLINE, "the CPU back in the shared pool", 10.0)
+        wait_until(lambda: cpus(cri, app) == ONLINE, "the CPU back in the shared pool")
         note = one_note(api, "bad", "CpusReleasedNeverStarted", plugin)
         assert note.startswith("gave back integer CPUs "), note
         assert "its start failed" in note

@@ -5,15 +5,14 @@ when containerd cannot create its task, and containerd sends no NRI event for th
 pod worker (``cpuset_lab.pod_worker``) then does what the kubelet does: it keeps the dead
 instance and creates the next attempt beside it after a back-off. Each attempt must fail with
 the runtime's own error, never with the plugin's capacity refusal, and the CPU must be back in
-the shared pool (read from the kernel) within the verifier's period of the first failure.
+the shared pool (read from the kernel). How soon is printed, not asserted: every wait here is a
+hang guard (``PATIENCE``), so the verdicts hold on a slow, loaded machine (issue 46).
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ from cpuset_adapters.cri.client import CriError
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
-from cpuset_lab.pod_worker import Attempt, Backoff, ContainerSpec, PodWorker
+from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.pod_worker import ContainerSpec
 from cpuset_lab.resources import container_resources, guaranteed
 from tests.e2e.plugin_harness import (
     KEY,
@@ -37,51 +36,33 @@ from tests.e2e.plugin_harness import (
     shared,
     wait_until,
 )
+from tests.e2e.pod_workers import (
+    failed_as_the_runtime_says,
+    missing_binary,
+    sync_until_attempts,
+    worker,
+)
 
 pytestmark = pytest.mark.e2e
 
-VERIFY_PERIOD = 5.0
-"""The verifier's default period (``runtime.verify_period``): the acceptance's bound."""
-BACKOFF = Backoff(initial=2.0, cap=8.0)
-"""The kubelet's 10 s doubling to 5 min, scaled down for a test."""
-MISSING = ["/nonexistent"]
+GRACE = 8
+"""``runtime.start_grace`` here: long enough that a loaded machine's slow CreateContainer and
+StartContainer still fit in it, short enough that a test waits it out."""
 
 
 @pytest.fixture
 def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
     config = tmp_path / "config.toml"
-    config.write_text('[runtime]\nstart_grace = 3\n'
+    config.write_text(f'[runtime]\nstart_grace = {GRACE}\n'
                       '[observability]\nlog_format = "console"\nlisten = ""\n')
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log",
                              ("--config", str(config)))) as running:
         yield running
 
 
-@contextmanager
-def worker(cri: KubeletClient, lab: LabContainerd, name: str, qos: QosClass,
-           *containers: ContainerSpec, pins: str | None = None) -> Iterator[PodWorker]:
-    uid = str(uuid.uuid4())
-    spec = PodSpec(name=name, uid=uid, cgroup_parent=cgroup_parent(qos, uid),
-                   annotations={KEY: pins} if pins is not None else {})
-    running = PodWorker(cri, spec, containers, lab.image, backoff=BACKOFF)
-    try:
-        yield running
-    finally:
-        running.close()
-
-
-def missing_binary(name: str = "app") -> ContainerSpec:
-    return ContainerSpec(name=name, resources=guaranteed(1, "64Mi"), command=MISSING)
-
-
 def exclusive(plugin: Plugin) -> CPUSet:
     """The CPUs the plugin's ledger holds exclusively (``inspect``)."""
     return CPUSet(int(cpu) for cpu in inspect_state(plugin.status)["exclusive"])
-
-
-def failed_as_the_runtime_says(attempt: Attempt) -> bool:
-    return (attempt.failed_at == "start" and "nri-cpuset" not in attempt.error
-            and "/nonexistent" in attempt.error)
 
 
 @needs_two_cpus
@@ -95,20 +76,19 @@ def test_a_failed_start_gives_its_cpu_back_and_every_attempt_fails_with_the_runt
             assert failed_as_the_runtime_says(first), first
             failed_at = time.monotonic()
             wait_until(lambda: cpus(cri, app) == ONLINE,
-                       "the shared container back on every CPU", timeout=VERIFY_PERIOD)
+                       "the shared container back on every CPU")
             print(f"CPU back in the shared pool {time.monotonic() - failed_at:.2f} s after "
                   f"the failed start")
             assert exclusive(plugin) == CPUSet()
-            bad.run(4 * BACKOFF.initial)
+            sync_until_attempts([bad], 3)
             attempts = bad.of("app")
-            assert len(attempts) >= 3
             assert [a.attempt for a in attempts] == list(range(len(attempts)))
             assert all(failed_as_the_runtime_says(a) for a in attempts), attempts
             # The garbage collector keeps the last dead instance; the next is created beside it.
             kept = {c.id for c in cri.list_containers(bad.sandbox_id) if c.name == "app"}
             assert kept == {a.container_id for a in attempts[-2:]}
             wait_until(lambda: cpus(cri, app) == ONLINE and exclusive(plugin) == CPUSet(),
-                       "nothing held after the last attempt", timeout=VERIFY_PERIOD)
+                       "nothing held after the last attempt")
     assert "not running: exited without running: its start failed" in plugin.text()
 
 
@@ -119,17 +99,10 @@ def test_two_pods_failing_to_start_on_a_node_with_room_for_one_see_only_the_runt
           worker(cri, lab, "bad-a", QosClass.GUARANTEED, missing_binary()) as a,
           worker(cri, lab, "bad-b", QosClass.GUARANTEED, missing_binary()) as b):
         app = shared(cri, lab, web)
-        end = time.monotonic() + 4 * BACKOFF.initial
-        while time.monotonic() < end:  # one kubelet, two pod workers
-            a.sync()
-            b.sync()
-            time.sleep(0.2)
+        sync_until_attempts([a, b], 3)  # one kubelet, two pod workers
         attempts = a.of("app") + b.of("app")
-        assert len(a.of("app")) >= 3
-        assert len(b.of("app")) >= 3
         assert all(failed_as_the_runtime_says(x) for x in attempts), attempts
-        wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool back on every CPU",
-                   timeout=VERIFY_PERIOD)
+        wait_until(lambda: cpus(cri, app) == ONLINE, "the shared pool back on every CPU")
 
 
 @needs_two_cpus
@@ -143,13 +116,12 @@ def test_a_container_created_and_not_started_within_the_grace_keeps_nothing(
         (created,) = never.attempts
         assert created.error == ""
         assert cpus(cri, app) != ONLINE  # it holds its CPU while it may still start
-        wait_until(lambda: cpus(cri, app) == ONLINE, "its CPU back after the 3 s grace",
-                   timeout=3 + VERIFY_PERIOD)
+        wait_until(lambda: cpus(cri, app) == ONLINE, f"its CPU back after the {GRACE} s grace")
         assert exclusive(plugin) == CPUSet()
         with pytest.raises(CriError) as late:
             cri.start(created.container_id)
         assert "start refused: created" in late.value.details
-        assert "not started within the 3 s grace" in late.value.details
+        assert f"not started within the {GRACE} s grace" in late.value.details
 
 
 @needs_two_cpus
@@ -158,11 +130,11 @@ def test_a_container_started_within_the_grace_keeps_its_cpu(
     with pod(cri, "web", QosClass.BURSTABLE) as web, pod(cri, "db", QosClass.GUARANTEED) as db:
         app = shared(cri, lab, web)
         pg = cri.create_container(db, None, "pg", lab.image, resources=guaranteed(1, "64Mi"))
-        time.sleep(2)  # slow to start, within the 3 s grace
+        time.sleep(2)  # slow to start, within the grace
         cri.start(pg)
         mine = cpus(cri, pg)
         assert len(mine) == 1
-        time.sleep(3 + 2)  # past the grace, and past a look of the start watch
+        time.sleep(GRACE + 2)  # past the grace, and past a look of the start watch
         assert cpus(cri, pg) == mine
         assert cpus(cri, app) == ONLINE - mine
         assert exclusive(plugin) == mine
@@ -178,8 +150,7 @@ def test_an_annotation_changed_on_a_running_pod_reaches_the_runtime_only_with_a_
         assert cpus(cri, io.attempts[-1].container_id) == CPUSet([first])
         io.annotate({KEY: str(then)})
         cri.stop(io.attempts[-1].container_id)
-        wait_until(lambda: (io.sync() or len(io.attempts)) == 2, "the next attempt",
-                   timeout=3 * BACKOFF.initial)
+        wait_until(lambda: (io.sync() or len(io.attempts)) == 2, "the next attempt")
         assert cpus(cri, io.attempts[-1].container_id) == CPUSet([first])  # the old pin
         cri.stop_pod(io.sandbox_id)  # the sandbox is killed: the worker runs a new one
         io.sync()

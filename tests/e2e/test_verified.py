@@ -102,12 +102,12 @@ def test_an_out_of_band_change_next_to_a_pin_is_undone_within_the_verifiers_peri
         assert cpus(cri, app) == ONLINE
         changed = time.monotonic()
         wait_until(lambda: cpus(cri, app) == ONLINE - CPUSet([last]),
-                   "the verifier to undo the change", timeout=15.0)
+                   "the verifier to undo the change")
         print(f"out-of-band change undone after {time.monotonic() - changed:.2f} s")
         stats = inspect_state(plugin.status)["stats"]
         assert stats["verify_drift_found"] >= 1
         wait_until(lambda: inspect_state(plugin.status)["stats"]["verify_drift_repaired"] >= 1,
-                   "a later pass to see it repaired", timeout=15.0)
+                   "a later pass to see it repaired")
 
 
 # -- updates the runtime refuses -------------------------------------------------------------
@@ -170,14 +170,14 @@ def test_a_failed_shrink_never_lets_another_container_get_the_cpus_it_kept(
         assert REFUSED in refused(cri, lab, db)
         assert cpus(cri, pg) == ONLINE
         wait_until(lambda: state(quick)["stats"]["verify_drift_unrepairable"] >= 1,
-                   "the verifier to give the shrink up as unrepairable", timeout=20.0)
+                   "the verifier to give the shrink up as unrepairable")
         assert state(quick)["kernel_drift"][pg].startswith(
             f"cpus {kept} expected, {ONLINE} enforced")
         assert REFUSED in refused(cri, lab, db)  # still: the kernel still shows it there
 
         lab.update_faults.allow(pg)
         allowed = time.monotonic()
-        wait_until(lambda: cpus(cri, pg) == kept, "the re-sent shrink to land", timeout=15.0)
+        wait_until(lambda: cpus(cri, pg) == kept, "the re-sent shrink to land")
         landed = time.monotonic() - allowed
         wait_until(lambda: state(quick)["draining"] == "", "a pass to see it left the CPU")
         app = integer(cri, lab, db, 1, "app")
@@ -206,15 +206,14 @@ def test_a_failed_move_off_a_pin_keeps_the_cpu_from_other_exclusive_containers_a
             assert moved_to == ONLINE - taken
             assert cpus(cri, pg) == taken  # the move failed
             wait_until(lambda: state(quick)["stats"]["update_failures"] >= 1,
-                       "a background UpdateContainers of the move to fail", timeout=15.0)
+                       "a background UpdateContainers of the move to fail")
         assert "NRI update of some containers failed" in quick.text()
         assert state(quick)["draining"] == taken.format()
         assert cpus(cri, pg) == taken
         with pod(cri, "next", QosClass.GUARANTEED) as after:
             assert REFUSED in refused(cri, lab, after)
             lab.update_faults.allow(pg)
-            wait_until(lambda: cpus(cri, pg) == moved_to, "the re-sent move to land",
-                       timeout=15.0)
+            wait_until(lambda: cpus(cri, pg) == moved_to, "the re-sent move to land")
             wait_until(lambda: state(quick)["draining"] == "", "a pass to see it left the CPU")
             app = integer(cri, lab, after, 1, "app")
             assert cpus(cri, app) == taken
@@ -244,14 +243,14 @@ def test_a_shared_containers_shrink_refused_at_admission_is_reported_and_lands_l
         assert state(quick)["exclusive"] == {mine.format(): pg}
         assert state(quick)["shared_pool"] == pool.format()
         wait_until(lambda: state(quick)["stats"]["verify_drift_unrepairable"] >= 1,
-                   "the verifier to report the shrink unrepairable", timeout=20.0)
+                   "the verifier to report the shrink unrepairable")
         assert state(quick)["kernel_drift"][app].startswith(
             f"cpus {pool} expected, {ONLINE} enforced")
         assert "drift unrepairable container=default/web/app" in quick.text()
 
         lab.update_faults.allow(app)
         allowed = time.monotonic()
-        wait_until(lambda: cpus(cri, app) == pool, "the re-sent shrink to land", timeout=15.0)
+        wait_until(lambda: cpus(cri, app) == pool, "the re-sent shrink to land")
         print(f"shrink landed {time.monotonic() - allowed:.2f} s after the runtime accepted "
               f"updates again")
         wait_until(lambda: state(quick)["kernel_drift"] == {}, "a pass to see it repaired")

@@ -41,12 +41,10 @@ def test_each_module_allowed_to_stay_long_is_named_in_the_architecture_and_still
 
 
 TEST_MODULE_IMPORT = re.compile(r"^\s*from (tests\.[\w.]*\.test_\w+) import", re.M)
-STILL_SHARED = {"tests/e2e/test_events.py": "tests.e2e.test_start_failures"}
-"""The one left: that module's helpers move once the timed-test fix to it has landed."""
 
 
 def test_no_test_module_imports_another_test_modules_helpers() -> None:
     found = {p.relative_to(REPO).as_posix(): m.group(1)
              for p in sorted((REPO / "tests").rglob("test_*.py"))
              for m in TEST_MODULE_IMPORT.finditer(p.read_text(encoding="utf-8"))}
-    assert found == STILL_SHARED
+    assert found == {}

@@ -23,8 +23,10 @@ def install_dev(session: nox.Session, *extra: str, extras: str = "") -> None:
     """Both distributions editable from this tree: cpuset-core (project src/) and nri-cpuset
     (the root, whose pin on cpuset-core the first satisfies, so nothing is looked up on an
     index). All of src/ is then importable, including packages neither wheel ships
-    (docs/decisions.md, item 22)."""
-    session.install("-e", "./src", "-e", f".{extras}", *extra)
+    (docs/decisions.md, item 22), with the lab's grpcio (the ``lab`` extra) beside ``extras``
+    (``"[test]"``, ``"[test,proto]"``)."""
+    names = ",".join(["lab", *filter(None, extras.strip("[]").split(","))])
+    session.install("-e", "./src", "-e", f".[{names}]", *extra)
 
 
 @nox.session(python=PYTHON)

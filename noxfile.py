@@ -199,6 +199,15 @@ def e2e_pod_2x(session: nox.Session) -> None:
     run_e2e(session, "2.x", tests=POD_TESTS)
 
 
+@nox.session(name="bench-image", python=PYTHON)
+def bench_image(session: nox.Session) -> None:
+    """The plugin's image imported into a fresh containerd of the lab, 1.7 and 2.x: archive
+    size, import times, unpacked size (root; after ``bash scripts/build-image``)."""
+    session.run("bash", "scripts/install-containerd", "--runtime", "all", external=True)
+    install_dev(session)
+    session.run("python", "bench/image_import.py", *session.posargs)
+
+
 @nox.session(name="bench-quality", python=PYTHON)
 def bench_quality(session: nox.Session) -> None:
     """Allocation quality vs the kubelet's packed takeByTopology, every trace × machine shape

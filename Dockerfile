@@ -18,9 +18,10 @@ FROM ${BASE} AS wheels-source
 # pins. Both are built in one pip call, so the pin is met by this tree, not by an index.
 COPY pyproject.toml setup.py MANIFEST.in README.md /tmp/nri-cpuset/
 COPY src /tmp/nri-cpuset/src
+# pip's own wheel too: the image runs pip from it (below) and so never holds an installer.
 RUN python3 -m venv /tmp/pip \
     && /tmp/pip/bin/pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels \
-        /tmp/nri-cpuset/src /tmp/nri-cpuset
+        /tmp/nri-cpuset/src /tmp/nri-cpuset pip
 
 FROM scratch AS wheels-prebuilt
 COPY build/image/wheels/ /wheels/
@@ -36,14 +37,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/nri-cpuset/bin:$PATH
 # A virtual environment, not the system's site-packages: Debian's python3 refuses pip there
-# (PEP 668), and python:3.11-slim's is the same. Installed from the wheels only (--no-index);
-# pip and setuptools are removed after, so the image has no installer and no build tools.
+# (PEP 668), and python:3.11-slim's is the same. Made without pip, which is run from its wheel
+# in /wheels (as pip's documentation bootstraps it) and installs from the wheels only
+# (--no-index): the image holds no installer, and the base needs no ensurepip (decision 53).
 RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
     echo "wheels ${WHEELS_ID}" \
-    && python3 -m venv /opt/nri-cpuset \
-    && /opt/nri-cpuset/bin/pip install --no-cache-dir --disable-pip-version-check --no-index \
-        --find-links /wheels nri-cpuset \
-    && /opt/nri-cpuset/bin/pip uninstall --yes --disable-pip-version-check pip setuptools \
+    && python3 -m venv --without-pip /opt/nri-cpuset \
+    && set -- /wheels/pip-*.whl \
+    && /opt/nri-cpuset/bin/python "$1"/pip install --no-cache-dir --disable-pip-version-check \
+        --no-index --find-links /wheels nri-cpuset \
     && nri-cpuset --version
 
 ENTRYPOINT ["nri-cpuset"]

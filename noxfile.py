@@ -23,8 +23,10 @@ def install_dev(session: nox.Session, *extra: str, extras: str = "") -> None:
     """Both distributions editable from this tree: cpuset-core (project src/) and nri-cpuset
     (the root, whose pin on cpuset-core the first satisfies, so nothing is looked up on an
     index). All of src/ is then importable, including packages neither wheel ships
-    (docs/decisions.md, item 22)."""
-    session.install("-e", "./src", "-e", f".{extras}", *extra)
+    (docs/decisions.md, item 22), with the lab's grpcio (the ``lab`` extra) beside ``extras``
+    (``"[test]"``, ``"[test,proto]"``)."""
+    names = ",".join(["lab", *filter(None, extras.strip("[]").split(","))])
+    session.install("-e", "./src", "-e", f".[{names}]", *extra)
 
 
 @nox.session(python=PYTHON)
@@ -207,6 +209,15 @@ def e2e_pod(session: nox.Session) -> None:
 def e2e_pod_2x(session: nox.Session) -> None:
     """The same on containerd 2.1.x."""
     run_e2e(session, "2.x", tests=POD_TESTS)
+
+
+@nox.session(name="bench-image", python=PYTHON)
+def bench_image(session: nox.Session) -> None:
+    """The plugin's image imported into a fresh containerd of the lab, 1.7 and 2.x: archive
+    size, import times, unpacked size (root; after ``bash scripts/build-image``)."""
+    session.run("bash", "scripts/install-containerd", "--runtime", "all", external=True)
+    install_dev(session)
+    session.run("python", "bench/image_import.py", *session.posargs)
 
 
 @nox.session(name="bench-quality", python=PYTHON)

@@ -33,8 +33,8 @@ REQUIREMENTS = [
     "prometheus-client>=0.20",
     # NRI messages (the ttrpc framing is ours); must be at least what generated the modules.
     "protobuf>=7.35.1,<8",
-    # CRI, which the demo and the e2e tests use to drive containerd like a kubelet, is gRPC.
-    "grpcio>=1.85.1",
+    # No grpcio: the daemon and the CLI never import it (the lab's CRI client does: the `lab`
+    # extra in pyproject.toml), and it was 19 MB of the image (decision 53).
     # The daemon's own CRI reads: unary gRPC over HTTP/2 in pure Python (cri/h2_unary.py),
     # because importing grpc would cost the daemon about 14 MB of RSS (decision 35).
     "h2>=4.2,<5",

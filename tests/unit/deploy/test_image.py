@@ -109,8 +109,17 @@ def test_the_image_installs_from_the_wheels_alone_and_keeps_no_installer() -> No
     assert "--no-index" in install
     assert "--find-links /wheels" in install
     assert "from=wheels," in install  # mounted for the one RUN, not copied into a layer
-    assert re.search(r"pip uninstall --yes [^&;]*\bpip\b[^&;]*\bsetuptools\b", install)
+    # pip runs from its wheel in the mount, so no pip is ever installed in the image.
+    assert "venv --without-pip /opt/nri-cpuset" in install
+    assert re.search(r'set -- /wheels/pip-\*\.whl && \S+/python "\$1"/pip install', install)
     assert install.rstrip().endswith("nri-cpuset --version")
+
+
+def test_both_wheel_sources_carry_the_pip_the_install_runs() -> None:
+    [source] = [run for run in _all("RUN") if "pip wheel" in run]
+    assert source.rstrip().endswith(" pip")
+    script = (REPO / "scripts" / "build-image").read_text()
+    assert re.search(r'"\$tree/src" "\$tree" "pip==', script)
 
 
 def test_the_build_script_builds_the_projects_version_where_the_dockerfile_reads_wheels() -> None:

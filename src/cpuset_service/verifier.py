@@ -63,7 +63,10 @@ class Verifier:
             if placement is not None:
                 engine.confirm(cid, placement.cpus)
         lifts = self._service.quota
-        found = mismatches(ledger, now, stable, reserved, unthrottled=lifts.unthrottled())
+        # Only while it still holds exclusive CPUs alone (a hotplug may have re-placed it).
+        unthrottled = {cid for cid in lifts.unthrottled()
+                       if (p := ledger.placement(cid, now, reserved)) and p.exclusive_only}
+        found = mismatches(ledger, now, stable, reserved, unthrottled=unthrottled)
         verdict = self._tracker.judge(found, stable.keys())
         quota = {m.container_id for m in found if m.cause == "quota"}
         self._service.pusher.force(cid for cid in verdict.resend if cid not in quota)

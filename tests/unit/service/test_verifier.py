@@ -275,3 +275,20 @@ def test_a_quota_back_in_an_exclusive_containers_kernel_is_lifted_again_never_re
                 for cid, seen in kernel.observed().items()}
     verdict = verifier.verify(observed, read_from=kernel.service.ledger)
     assert [m.container_id for m in verdict.repaired] == ["c-db"]
+
+
+def test_a_container_no_longer_on_exclusive_cpus_alone_is_not_held_to_no_quota() -> None:
+    kernel, verifier = rig()
+    db, web = pod("db"), pod("web", qos="burstable")
+    kernel.admit(db, container("c-db", db, cpu_limit=2))
+    kernel.admit(web, container("c-web", web))
+    exclusive = kernel.service.placement("c-db")
+    assert exclusive is not None
+    # As if re-placed behind the set's back (a hotplug): the set says lifted, the ledger shared.
+    kernel.service.quota.decide("c-web", exclusive, kernel.service.exclusive_quota)
+    assert "c-web" in kernel.service.quota.unthrottled()
+    read_from, _ = verifier.snapshot()
+    observed = {cid: dataclasses.replace(seen, cfs_quota=50_000)
+                for cid, seen in kernel.observed().items()}
+    verdict = verifier.verify(observed, read_from=read_from)
+    assert [(m.container_id, m.cause) for m in verdict.found] == [("c-db", "quota")]

@@ -1,6 +1,7 @@
-"""The verifier's cost: one pass (snapshot, read every container's cgroup, judge) at 100, 500
-and 1000 running containers, and what passes running back to back in their worker thread do to
-the latency of creation decisions on the event loop's thread.
+"""The verifier's cost: one pass (snapshot, read every container's cgroup: its cpuset files
+and CFS quota; judge) at 100, 500 and 1000 running containers, and what passes running back to
+back in their worker thread do to the latency of creation decisions on the event loop's
+thread.
 
 The cgroup files are a tree written under a temporary directory (cgroup v1 layout, as the
 cgroupfs driver names them), read with the plugin's own reader: the same open/read/close per
@@ -42,6 +43,8 @@ def node_with(count: int, root: Path) -> tuple[PlacementService, Verifier, Cgrou
                                cpu_period=PERIOD if integer else None,
                                cgroups_path=f"{parent}/c{n:06d}")
         service.admit(pod, facts)
+        # Started: the verifier does not read containers still waiting for their start.
+        service.starts.started(facts.id, f"bench/p{n}/app")
     pool = service.engine.shared_pool()
     for cid, path in service.cgroup_paths().items():
         entry = service.ledger.entries[cid]
@@ -52,6 +55,11 @@ def node_with(count: int, root: Path) -> tuple[PlacementService, Verifier, Cgrou
                            ("cpuset.effective_cpus", cpus.format()),
                            ("cpuset.effective_mems", "0-7")):
             (directory / name).write_text(text + "\n")
+        # The CFS quota is read too (decision 54): none for the integer ones, as lifted.
+        quota = root / "cpu" / path.lstrip("/")
+        quota.mkdir(parents=True)
+        lifted = cid in service.quota.unthrottled()
+        (quota / "cpu.cfs_quota_us").write_text("-1\n" if lifted else f"{PERIOD // 2}\n")
     return service, Verifier(service), CgroupReader(root)
 
 
@@ -89,7 +97,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     sizes = (100, 500) if args.quick else (100, 500, 1000)
     passes = 5 if args.quick else 20
-    print(f"verifier pass ({passes} passes each; read = every cgroup's 4 cpuset files)")
+    print(f"verifier pass ({passes} passes each; read = each cgroup's 4 cpuset files + CFS quota)")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="nri-cpuset-bench-") as tmp:
             service, verifier, reader = node_with(size, Path(tmp))

@@ -18,6 +18,10 @@ containers, 19 µs with the flag at 0; ``bench/kernel_writes.py``). Only while t
 balances: the kernel then builds one domain over every CPU whatever the flag below says
 (Documentation/admin-guide/cgroup-v1/cpusets.rst, 1.7), so clearing it changes no scheduling.
 v2 has no such file (it rebuilds domains only for partition roots). Decision 31.
+
+:class:`CgroupQuotaWriter` lifts a container's CFS quota the same way (issue 44, decision
+52): v1 writes ``-1`` to ``cpu.cfs_quota_us``, v2 ``max`` to ``cpu.max`` (the period stays),
+what runc writes for a quota of -1.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cpuset_adapters.cgroupfs import cgroup_version, expand_systemd_path
+from cpuset_adapters.cgroupfs import CGROUP_ROOT, cgroup_version, expand_systemd_path, quota_file
 from cpuset_core import ContainerUpdate, CPUSet
 from cpuset_core.ports import UpdateOutcome
+from cpuset_core.quota import UNLIMITED
 
 _log = logging.getLogger("nri_cpuset.kernel")
 
@@ -210,3 +215,29 @@ def _write_file(path: str, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+class CgroupQuotaWriter:
+    """Implements ``cpuset_service.quota_lifts.QuotaWriter`` on the cgroup files under
+    ``root``; the layout (v1 or v2) is told once, at the first write."""
+
+    def __init__(self, root: str | Path = CGROUP_ROOT) -> None:
+        self.root = Path(root)
+        self._version: int | None = None
+
+    def lift(self, cgroups_path: str) -> str:
+        if self._version is None:
+            self._version = cgroup_version(self.root)
+        path = quota_file(cgroups_path, self._version, self.root)
+        value = b"max" if self._version == 2 else str(UNLIMITED).encode()
+        try:
+            # No O_CREAT: a missing cgroup is a problem to report, not a file to make (O_TRUNC
+            # is what a shell's ``echo >`` does, and the kernel ignores it).
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, value)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return f"{path}: {exc.strerror or exc}"
+        return ""

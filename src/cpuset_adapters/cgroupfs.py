@@ -24,6 +24,7 @@ from typing import Final
 
 from cpuset_adapters import default_paths
 from cpuset_core.cpuset import CPUSet
+from cpuset_core.quota import UNLIMITED
 from cpuset_core.verify import Observed
 
 CGROUP_ROOT: Final = Path(default_paths.CGROUP_ROOT)
@@ -84,6 +85,25 @@ def cgroup_dir(cgroups_path: str, *, controller: str = "cpuset", root: Path = CG
     if cgroup_version(root) == 2:
         return root / relative
     return root / controller / relative
+
+
+def quota_file(cgroups_path: str, version: int, root: Path = CGROUP_ROOT) -> Path:
+    """The file holding the CFS quota of the cgroup at ``cgroups_path`` (OCI form): v1
+    ``cpu.cfs_quota_us`` (-1 for none), v2 ``cpu.max`` (``"<quota> <period>"``, ``max`` for
+    none)."""
+    relative = expand_systemd_path(cgroups_path).lstrip("/")
+    if version == 2:
+        return root / relative / "cpu.max"
+    return root / "cpu" / relative / "cpu.cfs_quota_us"
+
+
+def parse_quota(text: str, version: int) -> int:
+    """A quota file's content as microseconds per period, :data:`UNLIMITED` for none. Raises
+    ``ValueError`` on anything else."""
+    field = (text.split(maxsplit=1) or [""])[0]
+    if version == 2 and field == "max":
+        return UNLIMITED
+    return int(field)
 
 
 def process_cgroup(pid: int, *, controller: str = "cpuset", proc: Path = PROC_ROOT,
@@ -155,7 +175,17 @@ class CgroupReader:
         except (OSError, ValueError) as exc:
             return Observed(cpus=None, problem=f"{directory}: {exc}")
         return Observed(cpus=found.cpus or found.effective_cpus,
-                        mems=found.mems or found.effective_mems)
+                        mems=found.mems or found.effective_mems,
+                        cfs_quota=self._quota(cgroups_path))
+
+    def _quota(self, cgroups_path: str) -> int | None:
+        """The cgroup's CFS quota, ``None`` when it cannot be read (not judged then)."""
+        assert self._version is not None  # _directory, called first, told it
+        try:
+            path = quota_file(cgroups_path, self._version, self.root)
+            return parse_quota(path.read_text(), self._version)
+        except (OSError, ValueError):
+            return None
 
     def has_tasks(self, cgroups_path: str) -> bool:
         """Whether any process is in the container's cgroup (``False`` when the cgroup does

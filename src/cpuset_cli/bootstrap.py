@@ -80,7 +80,10 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     not run (created ``start_grace`` seconds ago and not started, or their start failed).
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
-    from cpuset_adapters.cgroup_writer import KernelCpusetWriter  # noqa: PLC0415
+    from cpuset_adapters.cgroup_writer import (  # noqa: PLC0415
+        CgroupQuotaWriter,
+        KernelCpusetWriter,
+    )
     from cpuset_adapters.cgroupfs import CgroupReader  # noqa: PLC0415
     from cpuset_adapters.cri.start_probe import CriStartProbe  # noqa: PLC0415
     from cpuset_adapters.hotplug import OnlineCpuWatcher  # noqa: PLC0415
@@ -116,7 +119,9 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     if config is not None:
         config.attach(service)
     writer = KernelCpusetWriter(cgroup_root, service.cgroup_path)
-    unusable = writer.unusable()
+    # Exclusive containers' CFS quota is lifted in their cgroups (the record keeps the
+    # kubelet's: decision 54), whatever the kernel fast path does with cpusets.
+    unusable, service.quota.writer = writer.unusable(), CgroupQuotaWriter(cgroup_root)
     # Scopes' units too: the bus is connected (and jeepney imported) at the first scope.
     scopes = SystemdScopeWriter(writer, service.cgroup_path, SystemdBus(),
                                 count=metrics.systemd_units)

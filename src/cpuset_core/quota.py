@@ -8,9 +8,11 @@ manager, which is off beside this plugin; so the plugin lifts it. Shared and pin
 keep the kubelet's quota: they share their CPUs, and the quota is what bounds them; so does a
 mixed container (``mixed-cpus``), which runs on the shared pool beside its exclusive CPUs.
 
-Lifting the quota hides the container's limit from every later report (the runtime, CRI):
-classification then reads the request from ``cpu.shares`` (``classify._by_shares``), so a
-rebuild still finds the container integer.
+The quota is lifted in the kernel only (issue 44, decision 54): the runtime's record keeps the
+kubelet's, because the kubelet reports a container's CPU limit from the quota the runtime
+reports and keeps the old limit when there is none. Records of older versions (and a kubelet
+with ``--cpu-cfs-quota=false``) report no quota: classification then reads the request from
+``cpu.shares`` (``classify._by_shares``), so a rebuild still finds the container integer.
 """
 
 from __future__ import annotations

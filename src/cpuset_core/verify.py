@@ -8,6 +8,9 @@ I/O) and this module compares it with the committed ledger:
 * ``cpus`` — the cgroup's CPUs differ from the placement (the shared pool for a shared
   container, its own CPUs otherwise);
 * ``mems`` — a container whose placement sets memory nodes (a pin) has others;
+* ``quota`` — a container whose CFS quota the plugin lifts (issue 44: exclusive CPUs under
+  ``exclusive_cpu_quota = "unlimited"``) has one in the kernel again: every runtime update
+  rewrites the quota from the runtime's record, which keeps the kubelet's;
 * ``unreadable`` — its cgroup could not be read (gone, or not where the runtime said).
 
 A container whose cgroup does not name its CPUs (cgroup v2 leaves ``cpuset.cpus`` empty to
@@ -17,15 +20,16 @@ Pure: the service counts, logs and repairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.ledger import Ledger
+from cpuset_core.quota import UNLIMITED
 
-Cause = Literal["cpus", "mems", "unreadable"]
-CAUSES: tuple[Cause, ...] = ("cpus", "mems", "unreadable")
+Cause = Literal["cpus", "mems", "quota", "unreadable"]
+CAUSES: tuple[Cause, ...] = ("cpus", "mems", "quota", "unreadable")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +39,9 @@ class Observed:
 
     cpus: CPUSet | None
     mems: CPUSet | None = None
+    cfs_quota: int | None = None
+    """The CFS quota in the kernel (:data:`~cpuset_core.quota.UNLIMITED`: none; ``None``:
+    not read)."""
     problem: str = ""
 
 
@@ -49,6 +56,7 @@ class Mismatch:
     observed_cpus: CPUSet | None
     expected_mems: CPUSet | None = None
     observed_mems: CPUSet | None = None
+    observed_quota: int | None = None
     problem: str = ""
 
     def describe(self) -> str:
@@ -58,24 +66,30 @@ class Mismatch:
             return f"unreadable: {self.problem}"
         if self.cause == "mems":
             return f"mems {self.expected_mems} expected, {self.observed_mems} enforced"
+        if self.cause == "quota":
+            return f"no cfs quota expected, {self.observed_quota} enforced"
         return f"cpus {self.expected_cpus} expected, {self.observed_cpus} enforced"
 
 
 def mismatches(ledger: Ledger, shared_pool: CPUSet, observed: Mapping[str, Observed],
-               reserved_pool: CPUSet = EMPTY) -> list[Mismatch]:
+               reserved_pool: CPUSet = EMPTY, unthrottled: Collection[str] = ()
+               ) -> list[Mismatch]:
     """Every container of ``ledger`` that ``observed`` covers and whose cgroup differs from
-    its placement, by container id. Containers ``observed`` does not cover are not judged."""
+    its placement, by container id; those in ``unthrottled`` must also run without CFS quota
+    (where it was read). Containers ``observed`` does not cover are not judged."""
     found: list[Mismatch] = []
     for cid in sorted(observed.keys() & ledger.entries.keys()):
         entry = ledger.entries[cid]
         seen = observed[cid]
         cpus = entry.runs_on(shared_pool, reserved_pool)
         cause = _cause(cpus, entry.mems, seen)
+        if cause is None and cid in unthrottled and seen.cfs_quota not in (None, UNLIMITED):
+            cause = "quota"
         if cause is not None:
             found.append(Mismatch(container_id=cid, subject=entry.subject, cause=cause,
                                   expected_cpus=cpus, observed_cpus=seen.cpus,
                                   expected_mems=entry.mems, observed_mems=seen.mems,
-                                  problem=seen.problem))
+                                  observed_quota=seen.cfs_quota, problem=seen.problem))
     return found
 
 

@@ -21,6 +21,7 @@ from cpuset_adapters.cri.proto import cri_pb2 as pb
 from cpuset_adapters.cri.results import Resources
 from cpuset_adapters.cri.transport import UnaryTransport
 from cpuset_lab.pod_spec import Device, Mount, PodSpec
+from cpuset_lab.status_resources import ReportedCpu, quantity, reported_cpu_limit, runtime_cpu_limit
 
 
 class KubeletClient(CriClient):
@@ -40,6 +41,10 @@ class KubeletClient(CriClient):
         #: The cgroup parent of every pod run through this client, removed or not: runc deletes
         #: container cgroups but not these (a kubelet does), so the lab deletes them.
         self.cgroup_parents: set[str] = set()
+        #: Each container's CPU limit as its spec says (what was last sent) and as its status
+        #: last reported it: the kubelet's rule for ``status.resources`` reads both.
+        self._spec_cpu: dict[str, int | None] = {}
+        self._reported_cpu: dict[str, ReportedCpu] = {}
 
     def run_pod_sandbox(self, config: pb.PodSandboxConfig, *, runtime_handler: str = "") -> str:
         """RunPodSandbox with a ready-made config; returns the sandbox id."""
@@ -151,6 +156,9 @@ class KubeletClient(CriClient):
             pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=config,
                                       sandbox_config=pod_config),
             pb.CreateContainerResponse)
+        self._spec_cpu[resp.container_id] = runtime_cpu_limit(resources)
+        # Created, not running: the kubelet's first status of it (ContainerCreating).
+        self._reported_cpu[resp.container_id] = ReportedCpu(resp.container_id, None, running=False)
         return resp.container_id
 
     def start(self, container_id: str) -> None:
@@ -204,6 +212,20 @@ class KubeletClient(CriClient):
                        container_id=container_id, linux=resources.to_proto(),
                        annotations=dict(annotations or {})),
                    pb.UpdateContainerResourcesResponse)
+        if runtime_cpu_limit(resources) is not None:  # the resized pod's spec
+            self._spec_cpu[container_id] = runtime_cpu_limit(resources)
+
+    def status_cpu_limit(self, container_id: str) -> str | None:
+        """``status.containerStatuses[].resources.limits.cpu`` as a kubelet would write it
+        now for this running container (``cpuset_lab.status_resources``: from the runtime's
+        CRI status, else the previous status's value), remembered for the next call."""
+        status = self.container_status(container_id)
+        reported = reported_cpu_limit(container_id, status.resources,
+                                      spec_millis=self._spec_cpu.get(container_id),
+                                      previous=self._reported_cpu.get(container_id),
+                                      running=status.running)
+        self._reported_cpu[container_id] = reported
+        return quantity(reported.limit_millis)
 
     # -- images --
 

@@ -31,7 +31,7 @@ from cpuset_core import (
 )
 from cpuset_core.drift import DriftReport, assess
 from cpuset_core.model import subject_of
-from cpuset_core.quota import ExclusiveQuota, cpu_quota
+from cpuset_core.quota import ExclusiveQuota
 from cpuset_service import rebuild_log
 from cpuset_service.answers import (
     Admission,
@@ -46,6 +46,7 @@ from cpuset_service.moves import MovedBy
 from cpuset_service.notices import NO_NOTICES, Notices
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
+from cpuset_service.quota_lifts import QuotaLifts
 from cpuset_service.starts import StartCases
 from cpuset_service.statistics import Statistics
 
@@ -73,6 +74,7 @@ class PlacementService:
         self.exclusive_quota = ExclusiveQuota.UNLIMITED
         """Exclusive containers' own CFS quota from the next admission or resize on
         (``[cpus] exclusive_cpu_quota``, set by the composition root, live)."""
+        self.quota = QuotaLifts(self._cgroups.get)  # who runs without quota in the kernel
         self.notices: Notices = NO_NOTICES
         """Who is told of decisions about pods beyond the log (Kubernetes Events; set by
         the composition root)."""
@@ -148,7 +150,7 @@ class PlacementService:
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         if plan.moves:
             self._moved_by.remember(container.id, plan.moves)
-        quota = cpu_quota(placement, self.exclusive_quota)
+        quota = self.quota.decide(container.id, placement, self.exclusive_quota)
         self._journal.admitted(subject_of(pod, container), container.id, plan, placement,
                                len(updates), quota=quota)
         self.notices.admitted(pod, container, plan, self._engine.topology)
@@ -177,7 +179,7 @@ class PlacementService:
         updates = self._answers.fill(response_order(plan), container.id)
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         self.statistics.response_updates([container.id], 0)  # its own, last in the answer
-        quota = cpu_quota(placement, self.exclusive_quota)
+        quota = self.quota.decide(container.id, placement, self.exclusive_quota)
         if plan.changes_ledger:
             self._journal.resized(subject, container.id, plan, placement, len(updates),
                                   quota=quota)
@@ -246,6 +248,7 @@ class PlacementService:
         self._engine.commit(plan)
         self.starts.adopted([c.id for c in containers], unstarted, plan.result.entries)
         self.synchronized = True
+        self.quota.adopt(self._engine, self.exclusive_quota)
         for container in containers:
             self._cgroups.remember(container)
         self._journal.synchronized(plan, source)
@@ -309,6 +312,7 @@ class PlacementService:
         creation's moves may never have been applied)."""
         self._journal.history.forget(container_id)
         self._cgroups.forget(container_id)
+        self.quota.forget(container_id)
         self.starts.forget(container_id)
         self.statistics.forget([container_id])
         self.pusher.forget(container_id)

@@ -4,7 +4,9 @@ A pass takes a snapshot (:meth:`Verifier.snapshot`: the ledger and each containe
 path), an adapter reads those cgroups off the event loop, and :meth:`Verifier.verify` judges
 what was read against the same snapshot and the ledger now: a container whose placement
 changed while the files were read is left to the next pass (its new placement may simply not
-be applied yet). What differs is re-sent through the background pusher, counted and logged.
+be applied yet). What differs is re-sent through the background pusher, counted and logged; a
+CFS quota back in the kernel of a container that runs without one (issue 44) is lifted again
+in its cgroup, never re-sent: a runtime update would write the record's quota back.
 """
 
 from __future__ import annotations
@@ -60,8 +62,16 @@ class Verifier:
             placement = ledger.placement(cid, now, reserved)
             if placement is not None:
                 engine.confirm(cid, placement.cpus)
-        verdict = self._tracker.judge(mismatches(ledger, now, stable, reserved), stable.keys())
-        self._service.pusher.force(verdict.resend)
+        lifts = self._service.quota
+        # Only while it still holds exclusive CPUs alone (a hotplug may have re-placed it).
+        unthrottled = {cid for cid in lifts.unthrottled()
+                       if (p := ledger.placement(cid, now, reserved)) and p.exclusive_only}
+        found = mismatches(ledger, now, stable, reserved, unthrottled=unthrottled)
+        verdict = self._tracker.judge(found, stable.keys())
+        quota = {m.container_id for m in found if m.cause == "quota"}
+        self._service.pusher.force(cid for cid in verdict.resend if cid not in quota)
+        for cid in quota.intersection(verdict.resend):
+            lifts.lift(cid)
         self._service.observer.verified(verdict)
         if verdict.repaired:
             self._service.notices.drift_repaired(verdict.repaired)

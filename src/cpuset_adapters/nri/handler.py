@@ -4,14 +4,16 @@ service's answer back into NRI messages. It decides nothing and logs no decision
 Where updates go (NRI lets no plugin call UpdateContainers while the runtime waits for an
 event's answer, so what cannot ride on an answer goes to the service's background pusher):
 
-* CreateContainer: the new container's cpuset is the adjustment (with exclusive CPUs, its
-  CFS quota lifted too: ``cpuset_core.quota``); moves of integer containers
+* CreateContainer: the new container's cpuset is the adjustment; moves of integer containers
   and shared-pool changes ride on the answer, ordered so each step is safe. containerd applies
   them before creating the container and only logs their failures (fact sheet §6.1).
 * UpdateContainer (kubelet UpdateContainerResources): the container's own cpuset is re-asserted
-  last, because the kubelet's values would otherwise replace it (§6.2); with exclusive CPUs its
-  CFS quota stays lifted the same way (``cpuset_core.quota``), and a resize that makes it
-  shared leaves the kubelet's new quota in the request, which the runtime then applies.
+  last, because the kubelet's values would otherwise replace it (§6.2). Neither carries a CFS
+  quota: the runtime's record keeps the kubelet's, which the kubelet reports as the
+  container's CPU limit (issue 44, decision 54).
+* StartContainer and PostUpdateContainer: with exclusive CPUs the container's CFS quota is
+  lifted in its cgroup (``cpuset_service.quota_lifts``), since the runtime just wrote the
+  record's into the kernel; the verifier repairs what other updates put back.
 * StopContainer: released at stop; the containers its creation moved are re-asserted, then the
   pool's growth rides on the answer.
 * RemoveContainer, StopPodSandbox, RemovePodSandbox: released; growth goes out in the background.
@@ -44,8 +46,8 @@ from cpuset_service.placement import PlacementService
 _log = logging.getLogger("nri_cpuset.nri")
 
 EVENTS = frozenset({Event.CREATE_CONTAINER, Event.START_CONTAINER, Event.UPDATE_CONTAINER,
-                    Event.STOP_CONTAINER, Event.REMOVE_CONTAINER, Event.STOP_POD_SANDBOX,
-                    Event.REMOVE_POD_SANDBOX})
+                    Event.POST_UPDATE_CONTAINER, Event.STOP_CONTAINER, Event.REMOVE_CONTAINER,
+                    Event.STOP_POD_SANDBOX, Event.REMOVE_POD_SANDBOX})
 
 __all__ = ["EVENTS", "CpusetNriHandler", "KernelView"]
 
@@ -101,8 +103,7 @@ class CpusetNriHandler:
                 translate.pod_facts(pod), translate.container_facts(container, locate=self._locate))
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
-        return (translate.adjustment(admission.placement, admission.cpu_quota),
-                translate.updates(admission.updates))
+        return (translate.adjustment(admission.placement), translate.updates(admission.updates))
 
     def on_update_container(self, pod: pb.PodSandbox, container: pb.Container,
                             resources: pb.LinuxResources) -> Sequence[pb.ContainerUpdate]:
@@ -117,7 +118,7 @@ class CpusetNriHandler:
         if resized is None:
             return []
         own = translate.container_update(container.id, resized.placement.cpus,
-                                         resized.placement.mems, resized.cpu_quota)
+                                         resized.placement.mems)
         return [*translate.updates(resized.updates), own]
 
     def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
@@ -127,6 +128,12 @@ class CpusetNriHandler:
             self._service.starts.started(container.id, _subject(pod, container))
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
+        self._service.quota.lift(container.id, container.linux.cgroups_path)
+
+    def on_post_update_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)
+                                 container: pb.Container) -> None:
+        """The runtime wrote the record's quota with the kubelet's update: lifted again."""
+        self._service.quota.lift(container.id, container.linux.cgroups_path)
 
     def on_stop_container(self, pod: pb.PodSandbox,
                           container: pb.Container) -> Sequence[pb.ContainerUpdate]:

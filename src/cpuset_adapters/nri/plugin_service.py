@@ -53,7 +53,7 @@ arrived: the margin covers the transit, and a needless reconnection only costs a
 
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
 _ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
-                 "PostStartContainer", "PostUpdateContainer")
+                 "PostStartContainer")
 
 
 @dataclass(eq=False)
@@ -84,6 +84,7 @@ class PluginService:
             "StopContainer": self._stop_container,
             "StateChange": self._state_change,
             "StartContainer": self._start_container,
+            "PostUpdateContainer": self._post_update_container,
             "RemoveContainer": self._remove_container,
             "StopPodSandbox": self._stop_pod_sandbox,
             "RemovePodSandbox": self._remove_pod_sandbox,
@@ -234,7 +235,9 @@ class PluginService:
         event = int(req.event)
         if event == Event.START_CONTAINER.value and req.HasField("container"):
             return self._started(state, req.pod, req.container)
-        if event == Event.REMOVE_CONTAINER.value and req.HasField("container"):
+        if event == Event.POST_UPDATE_CONTAINER.value and req.HasField("container"):
+            self._updated(state, req.pod, req.container)
+        elif event == Event.REMOVE_CONTAINER.value and req.HasField("container"):
             self._removed(state, req.pod, req.container)
         elif event in (Event.STOP_POD_SANDBOX.value, Event.REMOVE_POD_SANDBOX.value):
             self._pod_gone(state, req.pod, removed=event == Event.REMOVE_POD_SANDBOX.value)
@@ -254,6 +257,20 @@ class PluginService:
         except HandlerFailedError as failed:
             return Reply.error(failed.code, failed.message)
         return Reply()
+
+    def _post_update_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.PostUpdateContainerRequest(), payload)
+        self._updated(state, req.pod, req.container)
+        return Reply(encode(pb.PostUpdateContainerResponse()))
+
+    def _updated(self, state: ConnectionState, pod: pb.PodSandbox,
+                 container: pb.Container) -> None:
+        try:  # the runtime only logs a post-event's error
+            invoke("on_post_update_container", state.request_timeout_ms,
+                   lambda: self._handler.on_post_update_container(pod, container))
+        except HandlerFailedError as failed:
+            _logger.warning("PostUpdateContainer %s: %s (answered OK)", container.id,
+                            failed.message)
 
     def _remove_container(self, state: ConnectionState, payload: bytes) -> Reply:
         try:

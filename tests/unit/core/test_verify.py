@@ -65,3 +65,32 @@ def test_an_unreadable_cgroup_is_reported_with_why_and_unknown_containers_are_no
     del seen["c-web"]  # not read this time: not judged
     assert [m.container_id for m in
             mismatches(engine.ledger, engine.shared_pool(), seen)] == ["c-db"]
+
+
+def test_a_quota_back_in_an_unthrottled_containers_kernel_is_a_quota_mismatch() -> None:
+    engine = three()
+    seen = right(engine)
+    seen["c-db"] = Observed(cpus=seen["c-db"].cpus, mems=seen["c-db"].mems, cfs_quota=200_000)
+    seen["c-web"] = Observed(cpus=seen["c-web"].cpus, mems=seen["c-web"].mems, cfs_quota=50_000)
+    [found] = mismatches(engine.ledger, engine.shared_pool(), seen,
+                         unthrottled={"c-db", "c-web-gone"})
+    assert (found.container_id, found.cause, found.observed_quota) == ("c-db", "quota", 200_000)
+    assert found.describe() == "no cfs quota expected, 200000 enforced"
+    # Without the set (the kubelet's quota configured) a quota is nobody's business here.
+    assert mismatches(engine.ledger, engine.shared_pool(), seen) == []
+
+
+def test_an_unthrottled_container_whose_quota_was_not_read_or_is_lifted_is_right() -> None:
+    engine = three()
+    seen = right(engine)
+    assert mismatches(engine.ledger, engine.shared_pool(), seen, unthrottled={"c-db"}) == []
+    seen["c-db"] = Observed(cpus=seen["c-db"].cpus, mems=seen["c-db"].mems, cfs_quota=-1)
+    assert mismatches(engine.ledger, engine.shared_pool(), seen, unthrottled={"c-db"}) == []
+
+
+def test_a_wrong_cpuset_is_reported_before_a_quota() -> None:
+    engine = three()
+    seen = right(engine) | {"c-db": Observed(cpus=CPUSet([7]), mems=CPUSet([0, 1]),
+                                             cfs_quota=200_000)}
+    [found] = mismatches(engine.ledger, engine.shared_pool(), seen, unthrottled={"c-db"})
+    assert found.cause == "cpus"

@@ -113,6 +113,24 @@ def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, vers
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
+def test_a_post_update_reaches_the_handler_and_its_error_is_answered_ok(tmp_path: Path,
+                                                                       version: str) -> None:
+    handler = RecordingHandler(DEFAULT_EVENTS | {Event.POST_UPDATE_CONTAINER})
+
+    async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
+        conn = await rt.wait_ready()
+        await rt.lifecycle_event(Event.POST_UPDATE_CONTAINER, WEB, container("a", WEB))
+        handler.fail["post-update"] = HandlerError("boom")
+        await rt.lifecycle_event(Event.POST_UPDATE_CONTAINER, WEB, container("b", WEB))
+        # v0.12 used PostUpdateContainer itself; it never had to fall back to StateChange
+        assert not conn.fell_back_to_state_change
+
+    scenario(tmp_path, body, handler=handler, version=version)
+    assert [c for c in handler.calls if c[0] == "post-update"] == [
+        ("post-update", "id-a-0123456789"), ("post-update", "id-b-0123456789")]
+
+
+@pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
 def test_a_start_reaches_the_handler_and_its_refusal_fails_the_start(tmp_path: Path,
                                                                      version: str) -> None:
     handler = RecordingHandler(DEFAULT_EVENTS | {Event.START_CONTAINER})

@@ -245,3 +245,50 @@ def test_a_container_waiting_for_its_start_is_not_read_it_has_no_cgroup_yet() ->
     kernel.service.starts.started("c-db", "ns/db/main")
     _, paths = verifier.snapshot()
     assert set(paths) == {"c-web", "c-db"}
+
+
+class Lifts:
+    """A quota writer that lifts the quota of the kernel in ``quotas`` (by cgroup path)."""
+
+    def __init__(self, quotas: dict[str, int]) -> None:
+        self.quotas = quotas
+
+    def lift(self, cgroups_path: str) -> str:
+        self.quotas[cgroups_path.rpartition("/")[2]] = -1
+        return ""
+
+
+def test_a_quota_back_in_an_exclusive_containers_kernel_is_lifted_again_never_resent() -> None:
+    kernel, verifier = rig()
+    db = pod("db")
+    kernel.admit(db, container("c-db", db, cpu_limit=2))
+    quotas = {"c-db": 200_000}  # the runtime wrote its record's quota back
+    kernel.service.quota.writer = Lifts(quotas)
+    read_from, _ = verifier.snapshot()
+    observed = {cid: dataclasses.replace(seen, cfs_quota=quotas[cid])
+                for cid, seen in kernel.observed().items()}
+    verdict = verifier.verify(observed, read_from=read_from)
+    assert [(m.container_id, m.cause) for m in verdict.found] == [("c-db", "quota")]
+    assert quotas == {"c-db": -1}
+    assert kernel.service.pusher.take_batch() == []  # a re-send would write the quota back
+    observed = {cid: dataclasses.replace(seen, cfs_quota=quotas[cid])
+                for cid, seen in kernel.observed().items()}
+    verdict = verifier.verify(observed, read_from=kernel.service.ledger)
+    assert [m.container_id for m in verdict.repaired] == ["c-db"]
+
+
+def test_a_container_no_longer_on_exclusive_cpus_alone_is_not_held_to_no_quota() -> None:
+    kernel, verifier = rig()
+    db, web = pod("db"), pod("web", qos="burstable")
+    kernel.admit(db, container("c-db", db, cpu_limit=2))
+    kernel.admit(web, container("c-web", web))
+    exclusive = kernel.service.placement("c-db")
+    assert exclusive is not None
+    # As if re-placed behind the set's back (a hotplug): the set says lifted, the ledger shared.
+    kernel.service.quota.decide("c-web", exclusive, kernel.service.exclusive_quota)
+    assert "c-web" in kernel.service.quota.unthrottled()
+    read_from, _ = verifier.snapshot()
+    observed = {cid: dataclasses.replace(seen, cfs_quota=50_000)
+                for cid, seen in kernel.observed().items()}
+    verdict = verifier.verify(observed, read_from=read_from)
+    assert [(m.container_id, m.cause) for m in verdict.found] == [("c-db", "quota")]

@@ -138,7 +138,8 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
         if placed.entry is None:
             # Runs shared until a pinned CPU is back (its pins kept for ``pins_asked``).
             item.decision = Classification(kind=Kind.SHARED, pins=item.decision.pins or EMPTY,
-                                           reason="no pinned CPU is online")
+                                           reason="no pinned CPU is online",
+                                           quiet=item.decision.quiet)
             continue
         pinned |= placed.entry.cpus
         entries.append(placed.entry)
@@ -284,7 +285,8 @@ class _IntegerPass:
         on_pool = item.decision.with_shared  # a mixed container counted already
         item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}",
                                        request=item.decision.request,
-                                       with_shared=item.decision.with_shared)
+                                       with_shared=item.decision.with_shared,
+                                       quiet=item.decision.quiet)
         self.shared_left += 0 if on_pool else 1
 
     def make_room_for_demoted(self) -> None:

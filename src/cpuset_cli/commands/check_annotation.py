@@ -16,7 +16,17 @@ from cpuset_core import (
     Topology,
 )
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
-from cpuset_core.workload import DEVICE_HINTS, ISOLATED, MIXED, RESERVED, SHARED, Toggle, toggle_of
+from cpuset_core.workload import (
+    DEVICE_HINTS,
+    ISOLATED,
+    MIXED,
+    QUIET_IDLE,
+    QUIET_IRQS,
+    RESERVED,
+    SHARED,
+    Toggle,
+    toggle_of,
+)
 
 EXIT_INVALID: Final = 3
 
@@ -26,7 +36,8 @@ EXIT_INVALID: Final = 3
 @click.option("--key", default=DEFAULT_PIN_ANNOTATION, show_default=True,
               help="The annotation: the pin annotation, or one of this project's workload "
                    "annotations (FEATURE.nri-cpuset.io/pod or .../container.NAME, FEATURE one "
-                   "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints).")
+                   "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints, "
+                   "quiet-irqs, quiet-idle).")
 @topology_options
 def check_annotation(value: str, key: str, sysfs_root: str | None,
                      topology_file: str | None) -> None:
@@ -117,6 +128,14 @@ _EFFECTS: Final[dict[Toggle, tuple[str, str]]] = {
                "them"),
     DEVICE_HINTS: ("will take the NUMA nodes of its devices when placed",
                    "will ignore the NUMA nodes of its devices when placed"),
+    QUIET_IRQS: ("will have interrupts moved off its exclusive (or pinned) CPUs while it runs, "
+                 "where its namespace may pin ([pinning] namespaces)",
+                 "will leave interrupts where they are, even if the pod says "
+                 "irq-load-balancing.crio.io: disable"),
+    QUIET_IDLE: ("will have every idle state of its exclusive (or pinned) CPUs past polling "
+                 "disabled while it runs, where its namespace may pin ([pinning] namespaces)",
+                 "will leave idle states as they are, even if the pod says "
+                 "cpu-c-states.crio.io"),
 }
 """What each workload annotation does, when true and when false (docs/operations.md)."""
 

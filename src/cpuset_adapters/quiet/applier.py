@@ -23,6 +23,7 @@ from cpuset_adapters.quiet.host import (
 from cpuset_adapters.quiet.journal import QuietJournal
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.quiet import QuietState
+from cpuset_core.quiet_request import Quiet
 
 
 @dataclass(slots=True)
@@ -44,6 +45,10 @@ class QuietApplier:
         self.journal = journal
         self._managed: set[str] = set()
         """IRQs that refused a write with EIO: the kernel's; not tried again."""
+
+    def unmet(self, quiet: Quiet, cpus: CPUSet) -> list[str]:
+        """Why ``quiet`` cannot be met on ``cpus`` here (the service's admission check)."""
+        return self.host.why_not(quiet, cpus)
 
     def apply(self, state: QuietState, online: CPUSet) -> QuietReport:
         """Make the node what ``state`` wants and put back what it no longer does. Raises

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-DEFAULT_JOURNAL: Final = "/run/nri-cpuset/quiet-originals.json"
 VERSION: Final = 1
 
 

@@ -16,6 +16,7 @@ from cpuset_core import (
     Topology,
 )
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
+from cpuset_core.quiet_request import CRIO_KEYS, quiet_of
 from cpuset_core.workload import (
     DEVICE_HINTS,
     ISOLATED,
@@ -37,7 +38,9 @@ EXIT_INVALID: Final = 3
               help="The annotation: the pin annotation, or one of this project's workload "
                    "annotations (FEATURE.nri-cpuset.io/pod or .../container.NAME, FEATURE one "
                    "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints, "
-                   "quiet-irqs, quiet-idle).")
+                   "quiet-irqs, quiet-idle), or one of CRI-O's the plugin reads "
+                   "(irq-load-balancing.crio.io, cpu-c-states.crio.io, "
+                   "cpu-freq-governor.crio.io).")
 @topology_options
 def check_annotation(value: str, key: str, sysfs_root: str | None,
                      topology_file: str | None) -> None:
@@ -60,6 +63,9 @@ def check_annotation(value: str, key: str, sysfs_root: str | None,
     toggle = toggle_of(key)
     if toggle is not None:
         _check_toggle(toggle, key, value)
+        return
+    if key in CRIO_KEYS:
+        _check_crio(key, value)
         return
     if key != DEFAULT_PIN_ANNOTATION:
         _invalid(f"unknown annotation {key!r}: this checks {DEFAULT_PIN_ANNOTATION} and "
@@ -152,6 +158,18 @@ def _check_toggle(toggle: Toggle, key: str, value: str) -> None:
              else f"container {container!r}")
     click.echo(f"valid: {key}={value}")
     click.echo(f"  {scope} {_EFFECTS[toggle][0 if answer[0] else 1]}")
+
+
+def _check_crio(key: str, value: str) -> None:
+    """One of CRI-O's quiet-CPU annotations, as the plugin reads it (``quiet_request``)."""
+    try:
+        quiet = quiet_of({key: value}, "", "")
+    except AnnotationValueError as exc:
+        _invalid(exc.detail)
+    click.echo(f"valid: {key}={value}")
+    click.echo("  every container of the pod with exclusive (or pinned) CPUs " + (
+        f"will have its CPUs quiet while it runs ({quiet.describe()}), where its namespace "
+        f"may pin ([pinning] namespaces)" if quiet is not None else "asks nothing of them"))
 
 
 def _invalid(message: str, *details: str) -> NoReturn:

@@ -156,10 +156,12 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                   start_probe=probe, publisher=publisher, events=events,
                   locate_devices=_device_locator(_sysfs_root(topology_source)),
                   request_budget=scopes.budget,
-                  quiet=_quiet(service, _sysfs_root(topology_source), quiet_journal))
+                  quiet=_quiet(service, _sysfs_root(topology_source), quiet_journal,
+                               metrics))
 
 
-def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None) -> QuietLoop | None:
+def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
+           metrics: PluginMetrics) -> QuietLoop | None:
     """The node's quiet CPUs behind the service's port, and the loop that reconciles them."""
     from cpuset_adapters.quiet.applier import QuietApplier  # noqa: PLC0415
     from cpuset_adapters.quiet.host import QuietHost  # noqa: PLC0415
@@ -174,7 +176,7 @@ def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None) -> 
         logging.getLogger("nri_cpuset.quiet").error("quiet CPUs off: %s", exc)
         return None
     service.quiet.node = QuietApplier(QuietHost("/proc", sysfs_root), originals)
-    return QuietLoop(service)
+    return QuietLoop(service, metrics.quiet_files)
 
 
 def _sysfs_root(topology_source: TopologySource) -> Path:

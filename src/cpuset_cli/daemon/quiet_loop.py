@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Final
 
 from cpuset_service.placement import PlacementService
@@ -22,8 +23,11 @@ RETRY: Final = 5.0
 class QuietLoop:
     """Runs the service's quiet-CPU passes for the daemon."""
 
-    def __init__(self, service: PlacementService) -> None:
+    def __init__(self, service: PlacementService,
+                 count: Callable[[str, int], None] = lambda _outcome, _files: None) -> None:
         self.service = service
+        self.count = count
+        """Told each pass's files by outcome (the metrics' ``quiet_files``)."""
         self.passes = 0
         self.failures = 0
 
@@ -49,6 +53,11 @@ class QuietLoop:
                 continue
             self.passes += 1
             if result is not None:
+                for outcome, files in (("changed", result.changed),
+                                       ("restored", result.restored),
+                                       ("skipped", result.skipped),
+                                       ("failed", result.problems)):
+                    self.count(outcome, len(files))
                 _log.info("quiet CPUs", extra={
                     "irq_cpus": str(state.irq_cpus), "changed": len(result.changed),
                     "restored": len(result.restored), "skipped": "; ".join(result.skipped),

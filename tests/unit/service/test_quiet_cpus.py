@@ -141,3 +141,23 @@ def test_a_failed_pass_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
 
     asyncio.run(main())
     assert node.states == [QuietState()]
+
+
+def test_the_loop_counts_each_passs_files_by_outcome() -> None:
+    node = FakeNode()
+    placed = service(node)
+    counted: list[tuple[str, int]] = []
+    placed.synchronize([], [], source="test")
+    loop = QuietLoop(placed, lambda outcome, files: counted.append((outcome, files)))
+
+    async def main() -> None:
+        task = asyncio.create_task(loop.run())
+        try:
+            async with asyncio.timeout(30):
+                while loop.passes < 1:
+                    await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+
+    asyncio.run(main())
+    assert counted == [("changed", 1), ("restored", 0), ("skipped", 0), ("failed", 0)]

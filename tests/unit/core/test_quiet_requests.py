@@ -178,3 +178,23 @@ def test_a_container_demoted_to_shared_quiets_nothing() -> None:
     assert e.ledger.entries["late"].quiet is not None  # kept for the next rebuild
     assert e.ledger.entries["late"].cpus == CPUSet()
     assert quiet_state(e.ledger.entries.values()).cpus == {}
+
+
+@pytest.mark.parametrize("annotations", [
+    {CRIO_IDLE: "max_latency:soon", CRIO_IRQ: "disable"},
+    {MIXED.pod_key: "perhaps"},
+])
+def test_a_running_pod_with_a_value_not_understood_is_rebuilt_without_it(
+        annotations: dict[str, str]) -> None:
+    # A pod written for CRI-O (whose values the admission policy does not check) or made
+    # without the policy, running when the plugin starts: reported, never a failed rebuild.
+    e = CpusetEngine(DUAL_SOCKET, Settings())
+    p = pod("dpdk", annotations=annotations)
+    plan = e.plan_synchronize([p], [container("dpdk", p, cpu_limit=2, cpus_now="6,14")])
+    e.commit(plan)
+    entry = e.ledger.entries["dpdk"]
+    assert entry.cpus == CPUSet((6, 14))
+    assert [type(problem) for problem in plan.problems] == [AnnotationValueError]
+    irqs_asked = annotations.get(CRIO_IRQ) == "disable"
+    assert entry.quiet == (Quiet(irqs=True, keys=(CRIO_IRQ,)) if irqs_asked else None)
+

@@ -77,8 +77,12 @@ class QuietHost:
                 why.append(f"interrupts: {self.irq_root} is read-only here")
         if quiet.idle_limit is not None:
             missing = CPUSet(cpu for cpu in cpus if not self.idle_states(cpu))
+            fixed = CPUSet(cpu for cpu in cpus - missing if not all(
+                os.access(idle.disable, os.W_OK) for idle in self.idle_states(cpu)))
             if missing:
                 why.append(f"idle states: no cpuidle states for CPU(s) {missing}")
+            if fixed:  # a read-only /sys, as the DaemonSet mounts it
+                why.append(f"idle states: cpuidle of CPU(s) {fixed} is read-only here")
         if quiet.governor is not None:
             for cpu in cpus:
                 available = self.governors_available(cpu)
@@ -86,6 +90,9 @@ class QuietHost:
                     why.append(f"governor: CPU {cpu} has " + (
                         f"no governor {quiet.governor!r} (available: {' '.join(available)})"
                         if available else "no cpufreq"))
+                    break
+                if not os.access(self.governor(cpu), os.W_OK):
+                    why.append(f"governor: cpufreq of CPU {cpu} is read-only here")
                     break
         return why
 

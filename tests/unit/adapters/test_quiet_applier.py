@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,20 @@ def test_why_not_says_what_this_node_lacks(tmp_path: Path) -> None:
         f"interrupts: no {tmp_path}/nothing/irq/default_smp_affinity",
         "idle states: no cpuidle states for CPU(s) 1", "governor: CPU 1 has no cpufreq"]
     assert node(tmp_path / "full").why_not(ALL, CPUSet((1,))) == []
+
+
+def test_why_not_says_which_files_are_read_only_here(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the DaemonSet's pod sees them (/proc/irq read-only under runc, /sys mounted
+    # read-only); root passes every permission check, so the mount is what refuses: faked.
+    host = node(tmp_path)
+    writable = os.access
+    monkeypatch.setattr("os.access", lambda path, mode: writable(path, mode) and not any(
+        part in str(path) for part in ("/irq/", "/cpuidle/", "/cpufreq/")))
+    assert host.why_not(ALL, CPUSet((1, 2))) == [
+        f"interrupts: {tmp_path}/proc/irq is read-only here",
+        "idle states: cpuidle of CPU(s) 1-2 is read-only here",
+        "governor: cpufreq of CPU 1 is read-only here"]
 
 
 def test_a_write_that_fails_is_reported_and_its_original_not_kept(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 # nri-cpuset's container image, for the DaemonSet (deploy/kubernetes/).
-#   docker build -t nri-cpuset:0.5.0 .
+#   docker build -t nri-cpuset:0.6.0 .
 # Builds its wheels from this tree in a first stage (PyPI for the dependencies), then installs
 # them into a virtual environment in the image. scripts/build-image builds the same file with no
 # registry and no index: BASE is a Debian bookworm root made with mmdebstrap and WHEELS=prebuilt

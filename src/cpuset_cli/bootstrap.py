@@ -5,6 +5,7 @@ The daemon, the CLI and the tests all build the application through these functi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from cpuset_cli.daemon.events import EventReporting
     from cpuset_cli.daemon.live_config import LiveConfig
     from cpuset_cli.daemon.plugin import Daemon
+    from cpuset_cli.daemon.quiet_loop import QuietLoop
     from cpuset_cli.daemon.topology_publisher import TopologyPublisher
     from cpuset_service.placement import PlacementService
 
@@ -55,7 +57,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  request_timeout: float = 2.0, config: LiveConfig | None = None,
                  hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
                  verify_period: float = 5.0, kernel_updates: bool = True,
-                 start_grace: float = 120.0, systemd_units: bool = True) -> Daemon:
+                 start_grace: float = 120.0, systemd_units: bool = True,
+                 quiet_journal: str | None = default_paths.QUIET_JOURNAL) -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -78,6 +81,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     not seen to
     start are asked about over CRI at ``cri_socket`` and give their CPUs back when they will
     not run (created ``start_grace`` seconds ago and not started, or their start failed).
+    Quiet CPUs (issue 43) are written under /proc and the topology's sysfs, their originals
+    journaled in ``quiet_journal`` (``None``: requests are kept, nothing is written).
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
     from cpuset_adapters.cgroup_writer import (  # noqa: PLC0415
@@ -155,7 +160,28 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                   kernel_view=None if unusable else CgroupReader(cgroup_root).observe_all,
                   start_probe=probe, publisher=publisher, events=events,
                   locate_devices=_device_locator(_sysfs_root(topology_source)),
-                  request_budget=scopes.budget)
+                  request_budget=scopes.budget,
+                  quiet=_quiet(service, _sysfs_root(topology_source), quiet_journal,
+                               metrics))
+
+
+def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
+           metrics: PluginMetrics) -> QuietLoop | None:
+    """The node's quiet CPUs behind the service's port, and the loop that reconciles them."""
+    from cpuset_adapters.quiet.applier import QuietApplier  # noqa: PLC0415
+    from cpuset_adapters.quiet.host import QuietHost  # noqa: PLC0415
+    from cpuset_adapters.quiet.journal import JournalError, QuietJournal  # noqa: PLC0415
+    from cpuset_cli.daemon.quiet_loop import QuietLoop  # noqa: PLC0415
+
+    if journal is None:
+        return None
+    try:
+        originals = QuietJournal(journal)
+    except JournalError as exc:  # not guessed at: the operator puts back what it lists
+        logging.getLogger("nri_cpuset.quiet").error("quiet CPUs off: %s", exc)
+        return None
+    service.quiet.node = QuietApplier(QuietHost("/proc", sysfs_root), originals)
+    return QuietLoop(service, metrics.quiet_files)
 
 
 def _sysfs_root(topology_source: TopologySource) -> Path:

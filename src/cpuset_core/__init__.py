@@ -40,6 +40,8 @@ from cpuset_core.plan import Plan
 from cpuset_core.policy.alignment import Alignment, AlignmentScope
 from cpuset_core.policy.options import AllocationOptions, MemoryBinding, Spanning
 from cpuset_core.ports import ContainerUpdater, RuntimeEvents, TopologySource, UpdateOutcome
+from cpuset_core.quiet import CpuQuiet, QuietState, quiet_state
+from cpuset_core.quiet_request import Quiet
 from cpuset_core.settings import DEFAULT_PIN_ANNOTATION, LIVE_SETTINGS, Settings
 from cpuset_core.starts import (
     RuntimeState,
@@ -72,6 +74,7 @@ __all__ = [
     "ContainerUpdater",
     "CpuInfo",
     "CpuListSyntaxError",
+    "CpuQuiet",
     "CpuUnavailableError",
     "CpusetEngine",
     "CpusetError",
@@ -91,6 +94,8 @@ __all__ = [
     "Plan",
     "PodFacts",
     "QoS",
+    "Quiet",
+    "QuietState",
     "Requests",
     "ReservedCpusUnavailableError",
     "RuntimeEvents",
@@ -115,6 +120,7 @@ __all__ = [
     "classify",
     "judge_start",
     "qos_from_cgroup_parent",
+    "quiet_state",
     "stage",
     "undo_steps",
     "violations",

@@ -5,4 +5,4 @@
 prints it. Change it per semantic versioning: see docs/library.md and CHANGELOG.md.
 """
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"

@@ -34,6 +34,7 @@ from cpuset_core.devices import hint_note, hinted_nodes, hints_wanted
 from cpuset_core.errors import CpuListSyntaxError, InvalidAnnotationError, PinNotAllowedError
 from cpuset_core.model import ContainerFacts, Kind, PodFacts, label_of, subject_of
 from cpuset_core.policy.options import MemoryBinding
+from cpuset_core.quiet_request import Quiet, quiet_decision
 from cpuset_core.settings import Settings
 from cpuset_core.workload import Requests
 
@@ -70,6 +71,9 @@ class Classification:
     isolated: bool | None = None
     """For integer containers: exclusive CPUs from the isolated ones only (``True``), never from
     them (``False``), or as ``exclusive_on_isolated`` says (``None``)."""
+    quiet: Quiet | None = None
+    """For integer and annotated containers: what their CPUs must be beyond the cpuset
+    (:mod:`cpuset_core.quiet_request`)."""
 
     @property
     def label(self) -> str:
@@ -117,7 +121,8 @@ def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings
     Raises :class:`PinNotAllowedError` when the pod carries the pin annotation (or asks for
     the reserved CPUs) but its namespace may not pin, :class:`InvalidAnnotationError` when the
     annotation is not a valid CPU list, :class:`AnnotationValueError` when one of this
-    project's annotations (:mod:`cpuset_core.workload`) is neither true nor false, and
+    project's annotations (:mod:`cpuset_core.workload`) is neither true nor false (or a
+    quiet-CPU request, :mod:`cpuset_core.quiet_request`, is not understood), and
     :class:`AnnotationConflictError` when two of them contradict each other. Availability of
     the CPUs asked for is the engine's concern, not classification's.
     """
@@ -125,6 +130,9 @@ def classify(pod: PodFacts | None, container: ContainerFacts, settings: Settings
     requests = Requests.of(pod.annotations if pod is not None else {}, container.name, subject)
     decided = _requested(pod, container, settings, _classify(pod, container, settings),
                          requests)
+    quiet, said = quiet_decision(pod, container, settings, decided.kind)
+    if said:
+        decided = replace(decided, quiet=quiet, reason=f"{decided.reason}; {said}")
     near, note = _device_hint(pod, container)
     binding = settings.allocation.bind_memory
     # A mixed container's memory stays unbound: it runs on the shared pool, across nodes.

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.model import Kind, Placement, label_of
+from cpuset_core.quiet_request import Quiet
 
 T = TypeVar("T")
 
@@ -54,6 +55,8 @@ class Entry:
     isolated: bool | None = None
     """An integer container's ``isolated-cpus`` answer (``Classification.isolated``): a move
     or a rebuild takes its CPUs from the same kind."""
+    quiet: Quiet | None = None
+    """What it asks of its CPUs beyond the cpuset (:mod:`cpuset_core.quiet`)."""
 
     @property
     def label(self) -> str:

@@ -65,15 +65,16 @@ class Live:
         if entry.kind is Kind.ANNOTATED or entry.pins_asked is not None:
             pins = entry.pins_asked if entry.pins_asked is not None else entry.cpus
             decision = Classification(kind=Kind.ANNOTATED, pins=pins, reason=entry.reason,
-                                      near=entry.near)
+                                      near=entry.near, quiet=entry.quiet)
         elif entry.kind is Kind.INTEGER or entry.request:
             decision = Classification(kind=Kind.INTEGER, request=entry.request,
                                       reason=entry.reason, near=entry.near,
                                       bind_memory=entry.mems is not None,
-                                      with_shared=entry.with_shared, isolated=entry.isolated)
+                                      with_shared=entry.with_shared, isolated=entry.isolated,
+                                      quiet=entry.quiet)
         else:
             decision = Classification(kind=Kind.SHARED, reason=entry.reason, near=entry.near,
-                                      on_reserved=entry.on_reserved)
+                                      on_reserved=entry.on_reserved, quiet=entry.quiet)
         return cls(facts, entry.subject, decision)
 
 
@@ -109,7 +110,7 @@ def place_pin(topology: Topology, settings: Settings, item: Live) -> Pinned:
     entry = Entry(container_id=item.facts.id, subject=item.subject,
                   sandbox_id=item.facts.sandbox_id, kind=Kind.ANNOTATED, cpus=usable, mems=mems,
                   reason=item.decision.reason, pins_asked=pins if usable != pins else None,
-                  near=item.decision.near)
+                  near=item.decision.near, quiet=item.decision.quiet)
     return Pinned(entry, tuple(problems))
 
 
@@ -192,6 +193,7 @@ def integer_entry(topology: Topology, item: Live, cpus: CPUSet,
                  mems=bound_mems(topology, cpus) if item.decision.bind_memory else None,
                  request=item.decision.request, near=item.decision.near,
                  with_shared=item.decision.with_shared, isolated=item.decision.isolated,
+                 quiet=item.decision.quiet,
                  reason=item.decision.reason if reason is None else reason)
 
 
@@ -203,4 +205,5 @@ def shared_entry(item: Live) -> Entry:
                  sandbox_id=item.facts.sandbox_id, kind=Kind.SHARED, reason=item.decision.reason,
                  pins_asked=item.decision.pins, request=item.decision.request,
                  near=item.decision.near, on_reserved=item.decision.on_reserved,
-                 with_shared=item.decision.with_shared, isolated=item.decision.isolated)
+                 with_shared=item.decision.with_shared, isolated=item.decision.isolated,
+                 quiet=item.decision.quiet)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from cpuset_core.classify import Classification, classify
 from cpuset_core.cpuset import EMPTY, CPUSet
 from cpuset_core.errors import (
     AdmissionError,
+    AnnotationValueError,
     InvalidAnnotationError,
     PinNotAllowedError,
     SharedPoolBelowMinimumError,
@@ -101,6 +103,13 @@ def _classified(facts: ContainerFacts, pod: PodFacts | None, settings: Settings,
     except InvalidAnnotationError as exc:
         problems.append(exc)
         decision = Classification(kind=Kind.SHARED, reason="invalid pin annotation; kept shared")
+    except AnnotationValueError as exc:
+        # Running already with a value this version does not read (a pod written for CRI-O,
+        # or made without the admission policy): reported, and read as if it were not set.
+        problems.append(exc)
+        rest = {k: v for k, v in pod.annotations.items() if k != exc.key} if pod else {}
+        return _classified(facts, replace(pod, annotations=rest) if pod else None, settings,
+                           problems)
     except PinNotAllowedError as exc:
         # Running already (admitted before the allowlist changed, or while the plugin was down):
         # reported, and treated as shared rather than given CPUs it may not claim.
@@ -121,7 +130,8 @@ def _annotated_entries(topology: Topology, settings: Settings, live: list[Live],
         if placed.entry is None:
             # Runs shared until a pinned CPU is back (its pins kept for ``pins_asked``).
             item.decision = Classification(kind=Kind.SHARED, pins=item.decision.pins or EMPTY,
-                                           reason="no pinned CPU is online")
+                                           reason="no pinned CPU is online",
+                                           quiet=item.decision.quiet)
             continue
         pinned |= placed.entry.cpus
         entries.append(placed.entry)

@@ -172,7 +172,8 @@ class _IntegerPass:
         on_pool = item.decision.with_shared  # a mixed container counted already
         item.decision = Classification(kind=Kind.SHARED, reason=f"kept shared: {problem.detail}",
                                        request=item.decision.request,
-                                       with_shared=item.decision.with_shared)
+                                       with_shared=item.decision.with_shared,
+                                       quiet=item.decision.quiet)
         self.shared_left += 0 if on_pool else 1
 
     def make_room_for_demoted(self) -> None:

@@ -18,7 +18,10 @@ server, in the same words (:class:`AnnotationValueError`).
   that may pin may ask), or never are, even where ``exclusive_on_isolated`` allows them
   (``false``);
 * ``device-hints`` — ``false``: its exclusive CPUs ignore where its devices are
-  (:mod:`cpuset_core.devices`).
+  (:mod:`cpuset_core.devices`);
+* ``quiet-irqs``, ``quiet-idle`` — interrupts off its exclusive CPUs, and their idle states
+  past polling disabled, while it runs (:mod:`cpuset_core.quiet`, with CRI-O's words for the
+  same; gated like a pin).
 """
 
 from __future__ import annotations
@@ -81,7 +84,9 @@ SHARED: Final = Toggle("shared-cpus")
 MIXED: Final = Toggle("mixed-cpus")
 ISOLATED: Final = Toggle("isolated-cpus")
 DEVICE_HINTS: Final = Toggle("device-hints")
-TOGGLES: Final = (RESERVED, SHARED, MIXED, ISOLATED, DEVICE_HINTS)
+QUIET_IRQS: Final = Toggle("quiet-irqs")
+QUIET_IDLE: Final = Toggle("quiet-idle")
+TOGGLES: Final = (RESERVED, SHARED, MIXED, ISOLATED, DEVICE_HINTS, QUIET_IRQS, QUIET_IDLE)
 """Every annotation of this project's, in the order the operations table lists them."""
 
 

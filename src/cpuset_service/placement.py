@@ -46,6 +46,7 @@ from cpuset_service.moves import MovedBy
 from cpuset_service.notices import NO_NOTICES, Notices
 from cpuset_service.observer import NO_OBSERVER, FanOut, Observer
 from cpuset_service.pusher import UpdatePusher
+from cpuset_service.quiet import QuietCpus
 from cpuset_service.quota_lifts import QuotaLifts
 from cpuset_service.starts import StartCases
 from cpuset_service.statistics import Statistics
@@ -71,10 +72,9 @@ class PlacementService:
         self.starts = StartCases(self, self._journal, self.observer)
         """Containers placed and not seen to start: the rule that gives back what those that
         will not run hold (its probe and grace are set by the composition root)."""
-        self.exclusive_quota = ExclusiveQuota.UNLIMITED
-        """Exclusive containers' own CFS quota from the next admission or resize on
-        (``[cpus] exclusive_cpu_quota``, set by the composition root, live)."""
+        self.exclusive_quota = ExclusiveQuota.UNLIMITED  # set live by exclusive_cpu_quota
         self.quota = QuotaLifts(self._cgroups.get)  # who runs without quota in the kernel
+        self.quiet = QuietCpus()  # its node port is set by the composition root (issue 43)
         self.notices: Notices = NO_NOTICES
         """Who is told of decisions about pods beyond the log (Kubernetes Events; set by
         the composition root)."""
@@ -134,6 +134,7 @@ class PlacementService:
         counted, nothing changed) when it cannot be admitted."""
         try:
             plan = self.starts.planned(lambda: self._engine.plan_create(pod, container))
+            plan = self.quiet.checked(plan, self._engine.settings.unmet_requests)
         except AdmissionError as error:
             kind = kind_asked(pod, container, self._engine.settings)
             self.observer.admission(kind, "rejected", error.reason)

@@ -36,6 +36,9 @@ before NRI v0.7)."""
 PUBLISH_RESULTS = ("created", "updated", *REASONS)
 """What a write of the NodeResourceTopology object can end with."""
 
+QUIET_OUTCOMES = ("changed", "restored", "skipped", "failed")
+"""What became of a file in a quiet-CPU pass (``cpuset_service.quiet.QuietResult``)."""
+
 BUCKET_FRACTIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 """Hook duration buckets as fractions of the request timeout: sub-millisecond decisions are
 the norm, 0.1 is where the plugin logs a slow handler, 1.0 is where the runtime drops it."""
@@ -135,6 +138,11 @@ class PluginMetrics:
             registry=r)
         for outcome in SYSTEMD_OUTCOMES:
             self._systemd_units.labels(outcome)
+        self._quiet_files = Counter(
+            "nri_cpuset_quiet_files", "Files quiet CPUs wrote outside container cgroups "
+            "(IRQ affinities, idle states, governors), by outcome.", ["outcome"], registry=r)
+        for outcome in QUIET_OUTCOMES:
+            self._quiet_files.labels(outcome)
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -211,6 +219,10 @@ class PluginMetrics:
     def systemd_units(self, outcome: str, containers: int) -> None:
         """What became of the scopes' unit writes (``systemd.scope_writer.Count``)."""
         self._systemd_units.labels(outcome).inc(containers)
+
+    def quiet_files(self, outcome: str, files: int) -> None:
+        """One quiet-CPU pass's files by outcome (``QUIET_OUTCOMES``)."""
+        self._quiet_files.labels(outcome).inc(files)
 
     # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --
 

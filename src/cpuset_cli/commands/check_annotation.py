@@ -16,7 +16,18 @@ from cpuset_core import (
     Topology,
 )
 from cpuset_core.policy.numa import NumaUnresolvableError, memory_nodes_for
-from cpuset_core.workload import DEVICE_HINTS, ISOLATED, MIXED, RESERVED, SHARED, Toggle, toggle_of
+from cpuset_core.quiet_request import CRIO_KEYS, quiet_of
+from cpuset_core.workload import (
+    DEVICE_HINTS,
+    ISOLATED,
+    MIXED,
+    QUIET_IDLE,
+    QUIET_IRQS,
+    RESERVED,
+    SHARED,
+    Toggle,
+    toggle_of,
+)
 
 EXIT_INVALID: Final = 3
 
@@ -26,7 +37,10 @@ EXIT_INVALID: Final = 3
 @click.option("--key", default=DEFAULT_PIN_ANNOTATION, show_default=True,
               help="The annotation: the pin annotation, or one of this project's workload "
                    "annotations (FEATURE.nri-cpuset.io/pod or .../container.NAME, FEATURE one "
-                   "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints).")
+                   "of reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints, "
+                   "quiet-irqs, quiet-idle), or one of CRI-O's the plugin reads "
+                   "(irq-load-balancing.crio.io, cpu-c-states.crio.io, "
+                   "cpu-freq-governor.crio.io).")
 @topology_options
 def check_annotation(value: str, key: str, sysfs_root: str | None,
                      topology_file: str | None) -> None:
@@ -49,6 +63,9 @@ def check_annotation(value: str, key: str, sysfs_root: str | None,
     toggle = toggle_of(key)
     if toggle is not None:
         _check_toggle(toggle, key, value)
+        return
+    if key in CRIO_KEYS:
+        _check_crio(key, value)
         return
     if key != DEFAULT_PIN_ANNOTATION:
         _invalid(f"unknown annotation {key!r}: this checks {DEFAULT_PIN_ANNOTATION} and "
@@ -117,6 +134,14 @@ _EFFECTS: Final[dict[Toggle, tuple[str, str]]] = {
                "them"),
     DEVICE_HINTS: ("will take the NUMA nodes of its devices when placed",
                    "will ignore the NUMA nodes of its devices when placed"),
+    QUIET_IRQS: ("will have interrupts moved off its exclusive (or pinned) CPUs while it runs, "
+                 "where its namespace may pin ([pinning] namespaces)",
+                 "will leave interrupts where they are, even if the pod says "
+                 "irq-load-balancing.crio.io: disable"),
+    QUIET_IDLE: ("will have every idle state of its exclusive (or pinned) CPUs past polling "
+                 "disabled while it runs, where its namespace may pin ([pinning] namespaces)",
+                 "will leave idle states as they are, even if the pod says "
+                 "cpu-c-states.crio.io"),
 }
 """What each workload annotation does, when true and when false (docs/operations.md)."""
 
@@ -133,6 +158,18 @@ def _check_toggle(toggle: Toggle, key: str, value: str) -> None:
              else f"container {container!r}")
     click.echo(f"valid: {key}={value}")
     click.echo(f"  {scope} {_EFFECTS[toggle][0 if answer[0] else 1]}")
+
+
+def _check_crio(key: str, value: str) -> None:
+    """One of CRI-O's quiet-CPU annotations, as the plugin reads it (``quiet_request``)."""
+    try:
+        quiet = quiet_of({key: value}, "", "")
+    except AnnotationValueError as exc:
+        _invalid(exc.detail)
+    click.echo(f"valid: {key}={value}")
+    click.echo("  every container of the pod with exclusive (or pinned) CPUs " + (
+        f"will have its CPUs quiet while it runs ({quiet.describe()}), where its namespace "
+        f"may pin ([pinning] namespaces)" if quiet is not None else "asks nothing of them"))
 
 
 def _invalid(message: str, *details: str) -> NoReturn:

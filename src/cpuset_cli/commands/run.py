@@ -62,12 +62,15 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
 @click.option("--events", is_flag=True,
               help="Write Kubernetes Events on pods and the node for what the plugin decides "
                    "(through the topology publisher's credentials). Overrides events.enabled.")
+@click.option("--quiet-journal", default=default_paths.QUIET_JOURNAL, show_default=True,
+              help="Where quiet CPUs' originals are kept before the plugin changes interrupts, "
+                   "idle states or governors (\"\" turns quiet CPUs off: nothing is written).")
 @click.option("--containerd-config", default=default_paths.CONTAINERD_CONFIG,
               show_default=True,
               help="Read (if readable) to tell why the NRI socket is missing.")
 @click.pass_context
 def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin_index: str,
-        sysfs_root: str, containerd_config: str, **flags: object) -> None:
+        sysfs_root: str, containerd_config: str, quiet_journal: str, **flags: object) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
@@ -88,5 +91,5 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
     request = serve.RunRequest(config_path=config_path, overrides=_explicit_flags(ctx, flags),
                                plugin_name=plugin_name, plugin_index=plugin_index,
                                sysfs_root=sysfs_root, containerd_config=containerd_config,
-                               environ=os.environ)
+                               environ=os.environ, quiet_journal=quiet_journal or None)
     sys.exit(serve.run(request, lambda message: click.echo(message, err=True)))

@@ -28,6 +28,7 @@ from cpuset_adapters.systemd_notify import SystemdNotifier
 from cpuset_cli.daemon.introspection import Introspection
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
+from cpuset_cli.daemon.quiet_loop import QuietLoop
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_cli.daemon.start_watch import StartWatch
 from cpuset_cli.daemon.topology_publisher import TopologyPublisher
@@ -92,6 +93,8 @@ class Daemon:
     """Writes Kubernetes Events for the decisions (``None``: events are off)."""
     locate_devices: LocateDevices | None = None
     """Finds where containers' devices are (``None``: devices are not looked at)."""
+    quiet: QuietLoop | None = None
+    """Reconciles the node's quiet CPUs (``None``: requests are kept, nothing is written)."""
     inventory: asyncio.Task[None] | None = field(default=None, init=False)
     patience: UpdatePatience = field(default_factory=UpdatePatience, init=False)
     """How long the plugin's own UpdateContainers calls may go unanswered (older runtimes)."""
@@ -247,6 +250,8 @@ class Daemon:
                       asyncio.create_task(self.publisher.run(), name="topology-publisher"))
         reporting = (None if self.events is None else
                      asyncio.create_task(self.events.run(), name="events"))
+        quieting = None if self.quiet is None else asyncio.create_task(self.quiet.run(),
+                                                                      name="quiet-cpus")
         hotplug = None if self.watcher is None else asyncio.create_task(
             self.watcher.run(lambda: self.service.engine.topology.online,
                              self.topology_changed), name="hotplug-watcher")
@@ -258,7 +263,7 @@ class Daemon:
             if http is not None:
                 http.close()
             for task in (pushing, watching, verifying, trimming, starts, hotplug, publishing,
-                         reporting, self.inventory):
+                         reporting, quieting, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from cpuset_adapters import default_paths
 from cpuset_adapters.config import DEFAULT_PATH, ConfigError, Document, Observability
 from cpuset_cli import bootstrap
 from cpuset_cli.commands.bad_input import EXIT_BAD_INPUT
@@ -35,6 +36,8 @@ class RunRequest:
     sysfs_root: str
     containerd_config: str
     environ: Mapping[str, str]
+    quiet_journal: str | None = default_paths.QUIET_JOURNAL
+    """``--quiet-journal``: quiet CPUs' originals (``None``: quiet CPUs off)."""
 
 
 def configure_logging(observability: Observability) -> Callable[[str], None]:
@@ -85,7 +88,8 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
         # daemon watches it for CPUs going on- or offline.
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(request.sysfs_root),
                                         environ=request.environ, name=request.plugin_name,
-                                        index=request.plugin_index, config=live)
+                                        index=request.plugin_index, config=live,
+                                        quiet_journal=request.quiet_journal)
     except (ValueError, TopologyError) as exc:
         fail(f"error: {exc}")
         return EXIT_BAD_INPUT

@@ -307,3 +307,25 @@ def test_the_unknown_key_error_lists_every_workload_annotation() -> None:
     assert result.exit_code == 3
     for toggle in TOGGLES:
         assert toggle.feature in result.output
+
+
+@pytest.mark.parametrize(("key", "value", "effect"), [
+    ("irq-load-balancing.crio.io", "disable", "(interrupts off)"),
+    ("cpu-c-states.crio.io", "max_latency:10", "(idle states over 10 µs off)"),
+    ("cpu-freq-governor.crio.io", "performance", "(governor performance)"),
+    ("cpu-c-states.crio.io", "enable", "asks nothing of them"),
+])
+def test_crios_quiet_cpu_annotations_are_checked_as_the_plugin_reads_them(
+        key: str, value: str, effect: str) -> None:
+    result = _check(value, "--key", key)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"valid: {key}={value}\n")
+    assert effect in result.output
+
+
+def test_a_crio_value_the_plugin_does_not_understand_is_invalid_in_its_words() -> None:
+    result = _check("off", "--key", "cpu-c-states.crio.io")
+    assert result.exit_code == 3
+    assert result.stderr == ("error: annotation cpu-c-states.crio.io='off' is invalid: expected "
+                             "'enable' or 'disable' or 'max_latency:<µs>'\n")
+

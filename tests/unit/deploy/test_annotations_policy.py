@@ -1,9 +1,9 @@
 """The ValidatingAdmissionPolicy for this project's own annotations (every toggle of
-``cpuset_core.workload``: reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints)
-agrees with the plugin's check (``Requests.of`` then ``hints_wanted``, as ``classify`` reads
-them) in its verdict and its words, on chosen and random values, keys and containers; it leaves
-pods without them alone, applies to pod creation only, and calls only functions the API server
-has from 1.30 on.
+``cpuset_core.workload``: reserved-cpus, shared-cpus, mixed-cpus, isolated-cpus, device-hints,
+quiet-irqs, quiet-idle) agrees with the plugin's check (``Requests.of``, ``quiet_of`` then
+``hints_wanted``, as ``classify`` reads them) in its verdict and its words, on chosen and
+random values, keys and containers; it leaves pods without them alone, applies to pod creation
+only, and calls only functions the API server has from 1.30 on.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cpuset_core.devices import hints_wanted
 from cpuset_core.errors import AdmissionError
+from cpuset_core.quiet_request import quiet_of
 from cpuset_core.workload import MIXED, SHARED, TOGGLES, Requests
 from tests.support.kube_cel import Verdict, evaluate_policy
 from tests.unit.deploy.policies import calls_only_known_functions, component, pod
@@ -32,9 +33,11 @@ def admission(annotations: dict[str, str], *, init: str | None = None) -> Verdic
 
 def plugin(annotations: dict[str, str], container: str = "pg") -> str | None:
     """The plugin's refusal of ``container`` (its error's detail) or ``None`` when it
-    accepts: the workload requests first, then the device hints, as ``classify`` reads them."""
+    accepts: the workload requests first, then quiet CPUs, then the device hints, as
+    ``classify`` reads them."""
     try:
         Requests.of(annotations, container, "default/db/pg")
+        quiet_of(annotations, container, "default/db/pg")
         hints_wanted(annotations, container, "default/db/pg")
     except AdmissionError as exc:
         return exc.detail

@@ -124,6 +124,14 @@ def test_systemd_unit_writes_count_containers_by_outcome_from_zero() -> None:
     assert value(metrics, "nri_cpuset_systemd_unit_updates_total", outcome="timeout") == 3
 
 
+def test_quiet_cpu_files_count_by_outcome_from_zero() -> None:
+    metrics = PluginMetrics()
+    assert value(metrics, "nri_cpuset_quiet_files_total", outcome="skipped") == 0
+    metrics.quiet_files("changed", 20)
+    metrics.quiet_files("changed", 2)
+    assert value(metrics, "nri_cpuset_quiet_files_total", outcome="changed") == 22
+
+
 def test_a_failing_state_read_leaves_the_other_metrics_served() -> None:
     metrics = PluginMetrics()
 

@@ -1,0 +1,165 @@
+"""Quiet CPUs (issue 43) on a real containerd (1.7 or 2.x), read back from /proc/irq and sysfs: a
+Guaranteed pod asking in CRI-O's words gets its exclusive CPU without interrupts and without
+idle states past polling; both come back when the pod goes, also when the plugin was killed
+with -9 while the pod ran and the pod was removed while it was down.
+
+These tests change the host's interrupt affinities and idle states: whatever they changed is
+put back in the fixture's teardown, whether or not the plugin did.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cpuset_core import CPUSet
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
+from tests.e2e.plugin_harness import Plugin, cpus, integer, needs_two_cpus, pod, wait_until
+
+pytestmark = [pytest.mark.e2e, needs_two_cpus]
+
+IRQ = Path("/proc/irq")
+CPU = Path("/sys/devices/system/cpu")
+QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "disable"}
+PATIENCE = 30.0
+"""Seconds before a wait is a hang (a guard, not a verdict)."""
+
+
+def host_files() -> dict[Path, str]:
+    """Every file quiet CPUs may change, with its value now."""
+    files = [*IRQ.glob("*/smp_affinity_list"), IRQ / "default_smp_affinity",
+             *CPU.glob("cpu[0-9]*/cpuidle/state[0-9]*/disable")]
+    return {path: path.read_text().strip() for path in sorted(files) if path.exists()}
+
+
+def put_back(saved: dict[Path, str]) -> list[str]:
+    """Write back what differs from ``saved``; return what could not be."""
+    failed = []
+    for path, value in saved.items():
+        try:
+            if path.exists() and path.read_text().strip() != value:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, value.encode())
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            if exc.errno != errno.EIO:  # a kernel-managed IRQ: never changed
+                failed.append(f"{path}: {exc}")
+    return failed
+
+
+def accepting(saved: dict[Path, str]) -> list[Path]:
+    """IRQs whose affinity accepts a write (rewriting its own value), as the plugin finds."""
+    irqs = []
+    for path, value in saved.items():
+        if path.name != "smp_affinity_list":
+            continue
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        irqs.append(path)
+    return irqs
+
+
+@pytest.fixture
+def host() -> Iterator[dict[Path, str]]:
+    """The host's quiet-CPU files as they were; put back (and checked) at the end."""
+    if not os.access(IRQ / "default_smp_affinity", os.W_OK):
+        pytest.skip("/proc/irq is not writable here")
+    saved = host_files()
+    try:
+        yield saved
+    finally:
+        failed = put_back(saved)
+        assert not failed, failed
+        assert host_files() == saved
+
+
+@pytest.fixture
+def quiet_plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
+    """The plugin with its own journal (killed -9 by the tests, so started by hand)."""
+    running = Plugin(lab.nri_socket, tmp_path / "plugin.log",
+                     ("--quiet-journal", str(tmp_path / "quiet.json")))
+    running.cri_socket = lab.cri_address
+    running.start()
+    try:
+        running.wait_synchronized()
+        yield running
+    finally:
+        if running.process is not None:
+            lab.cleanup()
+            running.stop()
+
+
+def quiet_on(cpu: int, irqs: list[Path]) -> bool:
+    idle = [CPU / f"cpu{cpu}/cpuidle/state{k}/disable" for k in range(8)]
+    deep = [p for p in idle[1:] if p.exists()]  # state0 is polling, exit latency 0
+    return (all(cpu not in CPUSet.parse(p.read_text().strip()) for p in irqs)
+            and cpu not in CPUSet.from_mask(int((IRQ / "default_smp_affinity").read_text()
+                                                .strip().replace(",", ""), 16))
+            and all(p.read_text().strip() == "1" for p in deep))
+
+
+def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_until_it_goes(
+        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        cri: KubeletClient) -> None:
+    irqs = accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        app = integer(cri, lab, dpdk, 1)
+        (cpu,) = cpus(cri, app)
+        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{quiet_plugin.text()[-3000:]}",
+                   PATIENCE)
+        other = CPU / f"cpu{1 - cpu if cpu < 2 else 0}/cpuidle/state1/disable"
+        if other.exists():
+            assert other.read_text().strip() == host[other]  # only its CPU
+    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
+               PATIENCE)
+
+
+def test_a_plugin_killed_while_quiet_puts_back_at_its_next_start(
+        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        cri: KubeletClient) -> None:
+    irqs = accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        app = integer(cri, lab, dpdk, 1)
+        (cpu,) = cpus(cri, app)
+        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{quiet_plugin.text()[-3000:]}",
+                   PATIENCE)
+        quiet_plugin.kill()
+    assert host_files() != host  # the pod went while nobody was there to put it back
+    quiet_plugin.start()
+    quiet_plugin.wait_synchronized(2)
+    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
+               PATIENCE)
+
+
+def test_a_restarted_plugin_keeps_a_running_pods_cpu_quiet(
+        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        cri: KubeletClient) -> None:
+    irqs = accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        app = integer(cri, lab, dpdk, 1)
+        (cpu,) = cpus(cri, app)
+        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet", PATIENCE)
+        passes = quiet_plugin.text().count("quiet CPUs")
+        quiet_plugin.kill()
+        quiet_plugin.start()
+        quiet_plugin.wait_synchronized(2)
+        # The restarted plugin's first pass, after its rebuild: the pod still needs the CPU.
+        wait_until(lambda: quiet_plugin.text().count("quiet CPUs") > passes,
+                   f"a pass after the restart\n{quiet_plugin.text()[-3000:]}", PATIENCE)
+        assert quiet_on(cpu, irqs), quiet_plugin.text()[-3000:]
+    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
+               PATIENCE)

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from cpuset_adapters.kubernetes.api_client import EVENT_REASONS
 from cpuset_adapters.kubernetes.event_recorder import RecorderCounts
+from cpuset_adapters.kubernetes.reasons import EVENT_REASONS
 from cpuset_adapters.observability.exposition import (
     Family,
     Registry,

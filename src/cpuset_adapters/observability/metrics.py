@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from cpuset_adapters.kubernetes.api_client import REASONS
+from cpuset_adapters.kubernetes.reasons import REASONS
 from cpuset_adapters.observability.exposition import (
     Counter,
     Family,

@@ -169,7 +169,7 @@ def _problems(exc: BaseException, at: _Path, document: Mapping[str, Any]) -> Ite
 
 def _unknown(key: str, known: list[str], at: _Path) -> str:
     what = "table" if not at else "key"
-    # Only a misspelt file needs suggestions: difflib costs the daemon 0.35 MiB resident.
+    # Only a misspelt file needs suggestions: difflib would stay resident in the daemon.
     import difflib  # noqa: PLC0415
 
     close = difflib.get_close_matches(key, known, n=1)

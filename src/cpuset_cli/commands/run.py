@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 
 import click
 
@@ -83,7 +82,9 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
     """
     import os  # noqa: PLC0415
 
-    serve = load_daemon()
+    load_daemon()
+    from cpuset_cli.daemon import serve  # noqa: PLC0415 - loaded just above
+
     request = serve.RunRequest(config_path=config_path, overrides=_explicit_flags(ctx, flags),
                                plugin_name=plugin_name, plugin_index=plugin_index,
                                sysfs_root=sysfs_root, containerd_config=containerd_config,
@@ -91,13 +92,11 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
     sys.exit(serve.run(request, lambda message: click.echo(message, err=True)))
 
 
-def load_daemon() -> ModuleType:
-    """The daemon's modules, imported as the daemon holds them: here, so that the operator
+def load_daemon() -> None:
+    """Import the daemon's modules as the daemon holds them: here, so that the operator
     commands never pay for them, and after ``asyncio`` was loaded without ``ssl`` (decision
     52)."""
     from cpuset_adapters.ssl_deferred import import_without_ssl  # noqa: PLC0415
 
     import_without_ssl("asyncio")
-    from cpuset_cli.daemon import serve  # noqa: PLC0415
-
-    return serve
+    import cpuset_cli.daemon.serve  # noqa: PLC0415, F401

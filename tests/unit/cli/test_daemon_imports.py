@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
 from tests.support.kube_api import CERT, serve
 
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -159,3 +162,40 @@ def write_json_kubeconfig(path: Path, server: str, *, ca: Path | None = None) ->
         "users": [{"name": "lab", "user": {"token": "t"}}],
         "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "lab"}}]}))
     return path
+
+
+BUILT = """
+import json, sys
+from pathlib import Path
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+from cpuset_adapters.sysfs import SysfsTopologySource
+from cpuset_cli import bootstrap
+from cpuset_cli.daemon.live_config import LiveConfig
+
+tmp = Path(sys.argv[2])
+source = SysfsTopologySource(tmp / "sys")
+config = LiveConfig.load(tmp / "config.toml", required=True, topology=source.read_topology())
+daemon = bootstrap.build_daemon(source, environ={}, name="nri-cpuset", index="99",
+                                config=config, hotplug_interval=0)
+print(json.dumps({"events": daemon.events is not None,
+                  "publisher": daemon.publisher is not None,
+                  "http_client": "http.client" in sys.modules, "ssl": "ssl" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_composition_root_brings_the_http_client_only_with_its_features_and_no_ssl(
+        tmp_path: Path, on: bool) -> None:
+    write_sysfs_tree(DUAL_SOCKET_HT, tmp_path / "sys")
+    kubeconfig = write_json_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    (tmp_path / "config.toml").write_text(
+        f'[runtime]\nstatus_socket = ""\ncgroup_root = "{tmp_path}"\n'
+        f'[topology_publisher]\nenabled = {str(on).lower()}\nnode_name = "worker-1"\n'
+        f'kubeconfig = "{kubeconfig}"\n[events]\nenabled = {str(on).lower()}\n')
+    result = subprocess.run(
+        [sys.executable, "-c", BUILT, "-", str(tmp_path)], env={"PYTHONPATH": str(SRC)},
+        capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"events": on, "publisher": on, "http_client": on,
+                                         "ssl": False}

@@ -29,8 +29,6 @@ REQUIREMENTS = [
     # Tables for people in the operator CLI; kubectl's YAML output for `plan --pods`.
     "rich>=13.7",
     "PyYAML>=6.0.1",
-    # The daemon's /metrics endpoint (its logs are rendered by the standard library).
-    "prometheus-client>=0.20",
     # NRI messages (the ttrpc framing is ours); must be at least what generated the modules.
     "protobuf>=7.35.1,<8",
     # No grpcio: the daemon and the CLI never import it (the lab's CRI client does: the `lab`

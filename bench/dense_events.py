@@ -29,7 +29,7 @@ the CPUs the probes got must be the same list under every setting in every round
 compared with the first ``off``'s, and any difference printed.
 
 Run: ``nox -s bench-dense-events`` or ``python bench/dense_events.py [--size 500]
-[--samples 5] [--rounds 2] [--quick]``. Prints figures only; nothing is asserted.
+[--samples 5] [--rounds 2] [--quick] [--publisher on]``. Prints figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -87,24 +87,27 @@ class Measured:
         return [f"{kind} {cpus}" for kind in KINDS for cpus in self.by_kind[kind].cpus]
 
 
-def settings(workdir: Path, answering: FakeApi, hanging: FakeApi, rounds: int) -> list[Setting]:
+def settings(workdir: Path, answering: FakeApi, hanging: FakeApi, rounds: int, *,
+             publisher: bool = False) -> list[Setting]:
     """The settings in the order they run; every one names the same node and kubeconfig key,
-    so only ``[events]`` and where the kubeconfig points differ."""
+    so only ``[events]`` and where the kubeconfig points differ (with ``publisher``, the
+    topology publisher is on in each, writing where the events go)."""
     nobody = FakeApi(port=_closed_port())
 
     def events_on(name: str, api: FakeApi) -> Setting:
         return Setting(name, _tables(_kubeconfig(workdir / f"{name}.kubeconfig", api),
-                                     events=True))
+                                     events=True, publisher=publisher))
 
     off = Setting("off", _tables(_kubeconfig(workdir / "off.kubeconfig", answering),
-                                 events=False))
+                                 events=False, publisher=publisher))
     one_round = [off, events_on("answering", answering), events_on("unreachable", nobody),
                  events_on("hanging", hanging)]
     return one_round * rounds + [off]
 
 
-def _tables(kubeconfig: Path, *, events: bool) -> str:
-    return (f'[topology_publisher]\nnode_name = "dense-bench"\nkubeconfig = "{kubeconfig}"\n'
+def _tables(kubeconfig: Path, *, events: bool, publisher: bool) -> str:
+    return (f'[topology_publisher]\nenabled = {str(publisher).lower()}\n'
+            f'node_name = "dense-bench"\nkubeconfig = "{kubeconfig}"\n'
             f"[events]\nenabled = {str(events).lower()}\n")
 
 
@@ -239,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="creations of each kind under each setting")
     parser.add_argument("--rounds", type=int, default=2, help="times round the settings")
     parser.add_argument("--quick", action="store_true", help="40 containers, 2 samples, 1 round")
+    parser.add_argument("--publisher", choices=("off", "on"), default="off",
+                        help="the topology publisher on under every setting too")
     args = parser.parse_args(argv)
     if args.quick:
         args.size, args.samples, args.rounds = 40, 2, 1
@@ -250,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         answering = stack.enter_context(serve())
         hanging = stack.enter_context(serve("slow"))
         workdir = Path(tmp)
-        results = EventsBench(workdir, args).run(settings(workdir, answering, hanging,
-                                                             args.rounds))
+        results = EventsBench(workdir, args).run(settings(
+            workdir, answering, hanging, args.rounds, publisher=args.publisher == "on"))
     report(results, args.size)
     print(f"\nwall {time.perf_counter() - began:.0f} s")
     return 0

@@ -8,7 +8,8 @@
    reads API discovery endpoints the fake does not serve.
 2. **The daemon.** ``nri-cpuset run`` against the NRI runtime double (``tests/support``) that
    synchronizes it with ``--pods`` running pods, with the publisher off and then on (writing to
-   the fake API server over HTTPS): VmRSS and VmHWM after 12 s at rest, the CPU time those 12 s
+   the fake API server over HTTPS, or HTTP with ``--api http``; its kubeconfig YAML, or JSON
+   with ``--kubeconfig json``): VmRSS and VmHWM after 12 s at rest, the CPU time those 12 s
    took, and the writes made; with ``--events``, the daemon with the publisher on writes
    Kubernetes Events as well (``[events]``).
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import tempfile
@@ -91,7 +93,20 @@ def installed(client: str) -> bool:
     return probe.returncode == 0
 
 
-def kubeconfig(path: Path, api: FakeApi) -> Path:
+def kubeconfig(path: Path, api: FakeApi, *, tls: bool = True, form: str = "yaml") -> Path:
+    """A kubeconfig for ``api``: YAML (the lab's) or JSON (read without PyYAML, as the
+    DaemonSet's in-cluster credentials need no parser), over HTTPS with the test CA or HTTP."""
+    if form == "json" or not tls:
+        scheme = "https" if tls else "http"
+        cluster: dict[str, str] = {"server": f"{scheme}://127.0.0.1:{api.port}"}
+        if tls:
+            cluster["certificate-authority"] = str(CERT)
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+            "clusters": [{"name": "lab", "cluster": cluster}],
+            "users": [{"name": "lab", "user": {"token": "lab"}}],
+            "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "lab"}}]}))
+        return path
     path.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
         f"clusters: [{{name: lab, cluster: {{server: 'https://127.0.0.1:{api.port}', "
@@ -120,19 +135,21 @@ def clients(workdir: Path) -> None:
             print(f"{client:<12} {base:8.1f} MiB   {imported:+6.1f} MiB   {request}")
 
 
-async def daemon(workdir: Path, pods: int, publisher: bool, *, events: bool = False) -> None:
+async def daemon(workdir: Path, pods: int, publisher: bool, *, events: bool = False,
+                 tls: bool = True, form: str = "yaml") -> None:
     sysfs = workdir / "sys"
     if not sysfs.exists():
         write_sysfs_tree(DUAL_SOCKET_HT, sysfs)
     running = [pod(f"web{n}", qos="burstable") for n in range(pods)]
-    with serve(tls=(CERT, KEY)) as api:
+    with serve(tls=(CERT, KEY) if tls else None) as api:
         config = workdir / f"config-{publisher}.toml"
         cgroups = workdir / "cgroup"
         cgroups.mkdir(exist_ok=True)
         text = f'[runtime]\ncgroup_root = "{cgroups}"\nverify_period = 0\n'
         if publisher:
+            path = kubeconfig(workdir / "kubeconfig", api, tls=tls, form=form)
             text += ('[topology_publisher]\nenabled = true\nnode_name = "rss"\n'
-                     f'kubeconfig = "{kubeconfig(workdir / "kubeconfig", api)}"\n')
+                     f'kubeconfig = "{path}"\n')
             if events:  # [events] too, through the publisher's credentials
                 text += '[events]\nenabled = true\n'
         config.write_text(text)
@@ -163,6 +180,10 @@ def main() -> int:
     parser.add_argument("--part", choices=("clients", "daemon", "both"), default="both")
     parser.add_argument("--events", action="store_true",
                         help="the daemon with the publisher on writes Events too ([events])")
+    parser.add_argument("--api", choices=("https", "http"), default="https",
+                        help="the daemon's API server over TLS (the test CA) or plain HTTP")
+    parser.add_argument("--kubeconfig", choices=("yaml", "json"), default="yaml",
+                        help="the daemon's kubeconfig format (JSON: read without PyYAML)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nri-publisher-rss-") as tmp:
         workdir = Path(tmp)
@@ -170,7 +191,8 @@ def main() -> int:
             clients(workdir)
         if args.part in ("daemon", "both"):
             for publisher in (False, True):
-                asyncio.run(daemon(workdir, args.pods, publisher, events=args.events))
+                asyncio.run(daemon(workdir, args.pods, publisher, events=args.events,
+                                   tls=args.api == "https", form=args.kubeconfig))
     return 0
 
 

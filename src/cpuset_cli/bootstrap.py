@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
+from cpuset_adapters.ssl_deferred import import_without_ssl
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
@@ -200,6 +201,9 @@ def _publisher(config: LiveConfig, service: PlacementService, metrics: PluginMet
                environ: Mapping[str, str],
                sysfs_root: str | os.PathLike[str]) -> TopologyPublisher | None:
     """The NodeResourceTopology publisher ``[topology_publisher]`` asks for, if any."""
+    if not config.current.topology_publisher.enabled:
+        return None  # nor its modules: the API client brings http.client (decision 56)
+    import_without_ssl("http.client")
     from cpuset_cli.daemon.topology_publisher import publisher_for  # noqa: PLC0415
 
     # The publisher reads the declared policy of every reload.
@@ -212,6 +216,9 @@ def _events(config: LiveConfig, service: PlacementService, metrics: PluginMetric
             environ: Mapping[str, str]) -> EventReporting | None:
     """The Kubernetes Events ``[events]`` asks for, if any: told by the service, counted in
     the metrics."""
+    if not config.current.events.enabled:
+        return None
+    import_without_ssl("http.client")
     from cpuset_adapters.observability import event_metrics  # noqa: PLC0415
     from cpuset_cli.daemon.events import events_for  # noqa: PLC0415
 

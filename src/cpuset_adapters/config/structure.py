@@ -6,7 +6,6 @@ Every problem is collected (not only the first) and names its dotted key and the
 
 from __future__ import annotations
 
-import difflib
 import json
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
@@ -170,6 +169,9 @@ def _problems(exc: BaseException, at: _Path, document: Mapping[str, Any]) -> Ite
 
 def _unknown(key: str, known: list[str], at: _Path) -> str:
     what = "table" if not at else "key"
+    # Only a misspelt file needs suggestions: difflib would stay resident in the daemon.
+    import difflib  # noqa: PLC0415
+
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     where = f"in [{_dotted(at)}]" if at else "at the top level"

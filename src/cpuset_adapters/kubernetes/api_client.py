@@ -1,6 +1,7 @@
 """Requests to the Kubernetes REST API with the standard library's ``http.client``
 (docs/decisions.md, item 38: the Kubernetes clients on PyPI cost the daemon 7 to 23 MiB of its
-40 MiB budget; ``ssl`` and ``http.client`` it loads anyway): one NodeResourceTopology object
+budget; ``http.client`` it loads anyway, ``ssl`` only once credentials ask for TLS: decision
+52): one NodeResourceTopology object
 created and updated (:class:`TopologyApi`), and Events created and their series updated
 (:class:`EventsApi`), both over an :class:`ApiConnection`.
 
@@ -14,26 +15,21 @@ from __future__ import annotations
 
 import http.client
 import json
-import ssl
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import quote
 
 from cpuset_adapters.kubernetes.credentials import Endpoint
 from cpuset_adapters.kubernetes.event_object import API_VERSION as EVENTS_API_VERSION
+from cpuset_adapters.kubernetes.reasons import EVENT_REASONS, REASONS
 from cpuset_adapters.kubernetes.topology_object import API_GROUP, API_VERSION, PLURAL
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["EVENT_REASONS", "REASONS", "ApiConnection", "ApiError", "EventsApi", "TopologyApi"]
 
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds to connect, and then for each read of the answer."""
-
-REASONS: Final = ("unreachable", "timeout", "unauthorized", "forbidden", "crd-missing",
-                  "conflict", "invalid", "server-error", "credentials", "error")
-"""Why a request failed: no connection (refused, reset, TLS), no answer in time, 401, 403,
-404 for the collection (the CRD is not installed), 409, 422, 429 or 5xx, the token could not be
-read, anything else."""
-
-EVENT_REASONS: Final = ("not-found", *(r for r in REASONS if r != "crd-missing"))
-"""Why an event request failed: as :data:`REASONS`, but a 404 means the event (or its
-namespace) is not there, there being no CRD to miss."""
 
 Applied = Literal["created", "updated"]
 Created = Literal["created", "exists"]
@@ -89,7 +85,7 @@ class ApiConnection:
             return self._send(method, path, body, headers)
         except TimeoutError as exc:
             raise self._timed_out(method, path) from exc
-        except (OSError, ssl.SSLError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException) as exc:  # ssl.SSLError is an OSError
             self.close()
             raise ApiError("unreachable", f"{method} {path}: {exc or type(exc).__name__}") \
                 from exc
@@ -119,10 +115,25 @@ class ApiConnection:
                 self._connection = http.client.HTTPConnection(endpoint.host, endpoint.port,
                                                               timeout=self._timeout)
             else:
-                self._connection = http.client.HTTPSConnection(
-                    endpoint.host, endpoint.port, timeout=self._timeout,
-                    context=endpoint.context)
+                self._connection = TlsConnection(endpoint.host, endpoint.port,
+                                                 timeout=self._timeout,
+                                                 context=endpoint.context)
         return self._connection
+
+
+class TlsConnection(http.client.HTTPConnection):
+    """``http.client.HTTPSConnection`` for a given context, without proxy tunnels: the
+    daemon imports ``http.client`` while ``ssl`` cannot be imported, and that class exists only
+    when it could (decision 56)."""
+
+    def __init__(self, host: str, port: int, *, timeout: float,
+                 context: ssl.SSLContext) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._context = context
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
 
 
 class TopologyApi:

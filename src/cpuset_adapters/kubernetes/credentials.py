@@ -10,13 +10,14 @@ import base64
 import contextlib
 import json
 import os
-import ssl
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import ssl
 
 SERVICE_ACCOUNT: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -50,6 +51,8 @@ def in_cluster(environ: Mapping[str, str], directory: Path = SERVICE_ACCOUNT) ->
     if not token.exists():
         raise CredentialsError(f"{token} does not exist: the pod has no service account token "
                                "(automountServiceAccountToken, or a projected token volume)")
+    import ssl  # noqa: PLC0415 - TLS is loaded when it is asked for (decision 56)
+
     try:
         context = ssl.create_default_context(cafile=str(ca))
     except OSError as exc:
@@ -127,6 +130,8 @@ def _user_token(user: Mapping[str, Any], base: Path) -> Callable[[], str | None]
 
 
 def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path) -> ssl.SSLContext:
+    import ssl  # noqa: PLC0415 - TLS is loaded when it is asked for (decision 56)
+
     try:
         if cluster.get("insecure-skip-tls-verify"):
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -158,6 +163,8 @@ def _pem(user: Mapping[str, Any], key: str, base: Path) -> Iterator[str | None]:
     if f"{key}-data" not in user:
         yield None
         return
+    import tempfile  # noqa: PLC0415 - only for inline keys: it imports shutil, bz2, lzma
+
     with tempfile.NamedTemporaryFile("wb", suffix=".pem") as handle:  # created 0600
         handle.write(base64.b64decode(user[f"{key}-data"]))
         handle.flush()

@@ -9,12 +9,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from prometheus_client import CollectorRegistry
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-from cpuset_adapters.kubernetes.api_client import EVENT_REASONS
 from cpuset_adapters.kubernetes.event_recorder import RecorderCounts
+from cpuset_adapters.kubernetes.reasons import EVENT_REASONS
+from cpuset_adapters.observability.exposition import (
+    Family,
+    Registry,
+    counter_family,
+    gauge_family,
+)
 
 _log = logging.getLogger("nri_cpuset.metrics")
 
@@ -34,37 +36,37 @@ class EventTotals:
     pending: int
 
 
-class EventCollector(Collector):
+class EventCollector:
     """Yields the events' metrics from ``read()`` at each scrape."""
 
     def __init__(self, read: Callable[[], EventTotals]) -> None:
         self._read = read
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Family]:
         try:
             totals = self._read()
         except Exception:  # noqa: BLE001 - a broken read must not take the other metrics down
             _log.exception("reading the events' counters for metrics failed")
             return
         counts = totals.counts
-        events = CounterMetricFamily(
-            "nri_cpuset_events", "Kubernetes Events recorded, by outcome.", labels=["outcome"])
+        events = counter_family(
+            "nri_cpuset_events", "Kubernetes Events recorded, by outcome.", ["outcome"])
         for outcome, value in zip(OUTCOMES, (counts.sent, counts.aggregated, counts.dropped,
                                              counts.abandoned, totals.not_composed),
                                   strict=True):
             events.add_metric([outcome], value)
         yield events
-        failures = CounterMetricFamily(
+        failures = counter_family(
             "nri_cpuset_event_send_failures", "Attempts to send an Event that failed, by "
             "reason (retried with back-off, except invalid, not-found and error).",
-            labels=["reason"])
+            ["reason"])
         for reason in sorted({*FAILURES, *counts.failed}):
             failures.add_metric([reason], counts.failed.get(reason, 0))
         yield failures
-        yield GaugeMetricFamily("nri_cpuset_events_pending", "Events queued and not yet "
-                                "sent.", value=totals.pending)
+        yield gauge_family("nri_cpuset_events_pending", "Events queued and not yet sent.",
+                           value=totals.pending)
 
 
-def register(registry: CollectorRegistry, read: Callable[[], EventTotals]) -> None:
+def register(registry: Registry, read: Callable[[], EventTotals]) -> None:
     """Expose the events' metrics in ``registry``."""
     registry.register(EventCollector(read))

@@ -14,11 +14,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-from cpuset_adapters.kubernetes.api_client import REASONS
+from cpuset_adapters.kubernetes.reasons import REASONS
+from cpuset_adapters.observability.exposition import (
+    Counter,
+    Family,
+    Histogram,
+    Registry,
+    gauge_family,
+)
 from cpuset_adapters.observability.hooks import Clock, HookTracker, InFlight
 from cpuset_adapters.systemd.scope_writer import OUTCOMES as SYSTEMD_OUTCOMES
 from cpuset_core import Kind
@@ -71,7 +74,7 @@ class PluginMetrics:
 
     def __init__(self, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, *,
                  clock: Clock = time.monotonic) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = Registry()
         self.hooks = HookTracker(clock)
         self._sample: Callable[[], StateSample] | None = None
         r = self.registry
@@ -165,7 +168,7 @@ class PluginMetrics:
 
     def exposition(self) -> bytes:
         """The text format of every metric, for ``/metrics``."""
-        return generate_latest(self.registry)
+        return self.registry.exposition()
 
     def drifting(self) -> int:
         """Containers the last verifier pass found off their placement."""
@@ -242,13 +245,13 @@ class PluginMetrics:
         return self._topology_current
 
 
-class _StateCollector(Collector):
+class _StateCollector:
     """Gauges computed from the live state at each scrape."""
 
     def __init__(self, metrics: PluginMetrics) -> None:
         self._metrics = metrics
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Family]:
         try:
             sample = self._metrics.sample()
         except Exception:  # noqa: BLE001 - a broken read must not take the other metrics down
@@ -267,14 +270,14 @@ class _StateCollector(Collector):
         yield _gauge("nri_cpuset_synchronized", "1 once the state was rebuilt from the "
                      "runtime (Synchronize or CRI inventory) on this connection.",
                      int(sample.synchronized))
-        containers = GaugeMetricFamily("nri_cpuset_containers", "Containers the plugin places, "
-                                       "by kind.", labels=["kind"])
+        containers = gauge_family("nri_cpuset_containers", "Containers the plugin places, by "
+                                  "kind.", labels=["kind"])
         for kind in Kind:
             containers.add_metric([kind.value], sample.containers.get(kind, 0))
         yield containers
-        away = GaugeMetricFamily("nri_cpuset_containers_away_from_devices", "Containers whose "
-                                 "CPUs lie outside the NUMA nodes of their devices, by kind.",
-                                 labels=["kind"])
+        away = gauge_family("nri_cpuset_containers_away_from_devices", "Containers whose "
+                            "CPUs lie outside the NUMA nodes of their devices, by kind.",
+                            labels=["kind"])
         for kind in (Kind.ANNOTATED, Kind.INTEGER):
             away.add_metric([kind.value], sample.away_from_devices.get(kind, 0))
         yield away
@@ -286,5 +289,5 @@ class _StateCollector(Collector):
                          "NodeResourceTopology matches the node's state.", int(current))
 
 
-def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, value=value)
+def _gauge(name: str, documentation: str, value: float) -> Family:
+    return gauge_family(name, documentation, value=value)

@@ -85,11 +85,21 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
     """
     import os  # noqa: PLC0415
 
-    # Imported here: the operator commands never pay for the daemon's imports.
-    from cpuset_cli.daemon import serve  # noqa: PLC0415
+    load_daemon()
+    from cpuset_cli.daemon import serve  # noqa: PLC0415 - loaded just above
 
     request = serve.RunRequest(config_path=config_path, overrides=_explicit_flags(ctx, flags),
                                plugin_name=plugin_name, plugin_index=plugin_index,
                                sysfs_root=sysfs_root, containerd_config=containerd_config,
                                environ=os.environ, quiet_journal=quiet_journal or None)
     sys.exit(serve.run(request, lambda message: click.echo(message, err=True)))
+
+
+def load_daemon() -> None:
+    """Import the daemon's modules as the daemon holds them: here, so that the operator
+    commands never pay for them, and after ``asyncio`` was loaded without ``ssl`` (decision
+    52)."""
+    from cpuset_adapters.ssl_deferred import import_without_ssl  # noqa: PLC0415
+
+    import_without_ssl("asyncio")
+    import cpuset_cli.daemon.serve  # noqa: PLC0415, F401

@@ -31,7 +31,6 @@ from cpuset_cli.daemon.live_config import LiveConfig
 from cpuset_cli.daemon.quiet_loop import QuietLoop
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_cli.daemon.start_watch import StartWatch
-from cpuset_cli.daemon.topology_publisher import TopologyPublisher
 from cpuset_cli.daemon.update_patience import UpdatePatience, send_patiently
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import (
@@ -43,8 +42,9 @@ from cpuset_service.placement import PlacementService
 from cpuset_service.pusher import QUIET_POLL
 from cpuset_service.staged import apply_staged
 
-if TYPE_CHECKING:  # imported by the composition root only when [events] is on
+if TYPE_CHECKING:  # imported by the composition root only when their feature is on
     from cpuset_cli.daemon.events import EventReporting
+    from cpuset_cli.daemon.topology_publisher import TopologyPublisher
 
 _log = logging.getLogger("nri_cpuset.daemon")
 

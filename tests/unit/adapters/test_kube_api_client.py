@@ -130,6 +130,18 @@ def test_tls_with_the_cluster_ca_and_a_kubeconfig_token(tmp_path: Path) -> None:
         assert api.requests[-1].token == "lab-token"
 
 
+def test_a_server_whose_certificate_the_ca_does_not_sign_is_unreachable(
+        tmp_path: Path) -> None:
+    with serve(tls=True) as api:
+        kubeconfig = _kubeconfig(tmp_path, f"https://127.0.0.1:{api.port}",
+                                 user={"token": "lab-token"})  # the system's CAs only
+        with pytest.raises(ApiError) as caught:
+            TopologyApi(from_kubeconfig(kubeconfig)).apply(nrt())
+        assert caught.value.reason == "unreachable"
+        assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
+        assert api.requests == []
+
+
 def test_embedded_ca_and_client_certificate_data(tmp_path: Path) -> None:
     data = {"certificate-authority-data": base64.b64encode(CERT.read_bytes()).decode()}
     user = {"client-certificate-data": base64.b64encode(CERT.read_bytes()).decode(),

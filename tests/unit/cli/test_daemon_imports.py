@@ -1,5 +1,7 @@
-"""The daemon reads CRI without grpc (decision 35): importing it costs about 14 MB of RSS.
-Checked in a fresh interpreter, through the daemon's own modules and a real failed call."""
+"""What the daemon imports is part of its memory (decisions 35, 50, 52): no grpc for CRI, no CRI
+client until a CRI call, no ssl until TLS credentials, no HTTP client until the publisher or
+the events are on, no prometheus-client. Checked in fresh interpreters, through the daemon's
+own modules and real calls."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from cpuset_lab.machines import DUAL_SOCKET_HT, write_sysfs_tree
+from tests.support.kube_api import CERT, serve
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -75,3 +82,120 @@ def test_the_daemon_holds_no_cri_client_until_it_makes_a_cri_call(tmp_path: Path
     # node's daemon never makes a CRI call, so its memory at rest must not carry it.
     report = run_probe(AT_REST, tmp_path)
     assert report == {"at_rest": [], "failed": "UNAVAILABLE", "after_a_call": True}
+
+
+HEAVY = """
+import json, sys
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+import cpuset_cli.bootstrap, cpuset_cli.daemon.plugin, cpuset_cli.daemon.inventory
+
+HEAVY = ("ssl", "_ssl", "prometheus_client", "http.client", "http.server", "email",
+         "urllib.request", "cpuset_adapters.kubernetes.api_client", "difflib", "tempfile",
+         "yaml")
+print(json.dumps(sorted(m for m in sys.modules
+                        if any(m == h or m.startswith(h + ".") for h in HEAVY))))
+"""
+
+
+def test_the_daemon_at_rest_holds_no_tls_http_client_or_prometheus_client(
+        tmp_path: Path) -> None:
+    # ssl 4.2 MiB, prometheus-client 1.9 MiB, http.server and http.client 1.8 MiB resident
+    # (docs/performance.md, "The daemon's memory"): none of it is used by a daemon whose
+    # publisher and events are off (decision 56); difflib only suggests a misspelt key.
+    assert run_probe(HEAVY, tmp_path) == []
+
+
+def test_the_probe_would_see_ssl_if_asyncio_came_first(tmp_path: Path) -> None:
+    # Without load_daemon's care, asyncio's own import loads ssl.
+    probe = HEAVY.replace("import cpuset_cli.main,", "import asyncio, cpuset_cli.main,")
+    assert "ssl" in run_probe(probe, tmp_path)
+
+
+TLS_LATER = """
+import json, sys
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+from cpuset_adapters.ssl_deferred import import_without_ssl
+
+import_without_ssl("http.client")  # as the composition root does for the publisher
+from cpuset_adapters.kubernetes.api_client import TopologyApi
+from cpuset_adapters.kubernetes.credentials import from_kubeconfig
+
+obj = {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+       "metadata": {"name": "n"}, "zones": []}
+seen = {}
+endpoint = from_kubeconfig(sys.argv[2])
+seen["plain"] = TopologyApi(endpoint).apply(obj)
+seen["ssl_after_plain"] = "ssl" in sys.modules
+endpoint = from_kubeconfig(sys.argv[3])
+seen["ssl_with_tls_credentials"] = "ssl" in sys.modules
+seen["tls"] = TopologyApi(endpoint).apply(obj)
+print(json.dumps(seen))
+"""
+
+
+def test_the_api_client_loads_tls_when_its_credentials_ask_and_speaks_it(
+        tmp_path: Path) -> None:
+    with serve() as http_api, serve(tls=True) as https_api:
+        plain = write_json_kubeconfig(tmp_path / "plain", f"http://127.0.0.1:{http_api.port}")
+        tls = write_json_kubeconfig(tmp_path / "tls", f"https://127.0.0.1:{https_api.port}",
+                                    ca=CERT)
+        result = subprocess.run(
+            [sys.executable, "-c", TLS_LATER, "-", str(plain), str(tls)],
+            env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True, check=False,
+            timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {
+            "plain": "created", "ssl_after_plain": False, "ssl_with_tls_credentials": True,
+            "tls": "created"}
+        assert https_api.requests[-1].method == "POST"
+
+
+def write_json_kubeconfig(path: Path, server: str, *, ca: Path | None = None) -> Path:
+    cluster: dict[str, str] = {"server": server}
+    if ca is not None:
+        cluster["certificate-authority"] = str(ca)
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+        "clusters": [{"name": "lab", "cluster": cluster}],
+        "users": [{"name": "lab", "user": {"token": "t"}}],
+        "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "lab"}}]}))
+    return path
+
+
+BUILT = """
+import json, sys
+from pathlib import Path
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+from cpuset_adapters.sysfs import SysfsTopologySource
+from cpuset_cli import bootstrap
+from cpuset_cli.daemon.live_config import LiveConfig
+
+tmp = Path(sys.argv[2])
+source = SysfsTopologySource(tmp / "sys")
+config = LiveConfig.load(tmp / "config.toml", required=True, topology=source.read_topology())
+daemon = bootstrap.build_daemon(source, environ={}, name="nri-cpuset", index="99",
+                                config=config, hotplug_interval=0)
+print(json.dumps({"events": daemon.events is not None,
+                  "publisher": daemon.publisher is not None,
+                  "http_client": "http.client" in sys.modules, "ssl": "ssl" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_composition_root_brings_the_http_client_only_with_its_features_and_no_ssl(
+        tmp_path: Path, on: bool) -> None:
+    write_sysfs_tree(DUAL_SOCKET_HT, tmp_path / "sys")
+    kubeconfig = write_json_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    (tmp_path / "config.toml").write_text(
+        f'[runtime]\nstatus_socket = ""\ncgroup_root = "{tmp_path}"\n'
+        f'[topology_publisher]\nenabled = {str(on).lower()}\nnode_name = "worker-1"\n'
+        f'kubeconfig = "{kubeconfig}"\n[events]\nenabled = {str(on).lower()}\n')
+    result = subprocess.run(
+        [sys.executable, "-c", BUILT, "-", str(tmp_path)], env={"PYTHONPATH": str(SRC)},
+        capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"events": on, "publisher": on, "http_client": on,
+                                         "ssl": False}

@@ -24,6 +24,7 @@ from cpuset_cli.daemon.topology_publisher import TopologyPublisher
 from cpuset_core import CPUSet, CpusetEngine, Settings, Topology
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
+from tests.support.metrics_text import value
 from tests.unit.core.topologies import DUAL_SOCKET
 
 GIB = 1 << 30
@@ -88,9 +89,7 @@ class Rig:
         return {z["name"]: z["resources"][0]["available"] for z in obj["zones"]}
 
     def count(self, result: str) -> float:
-        value = self.metrics.registry.get_sample_value("nri_cpuset_topology_publishes_total",
-                                                       {"result": result})
-        return value or 0.0
+        return value(self.metrics, "nri_cpuset_topology_publishes_total", result=result) or 0.0
 
     def integer(self, name: str, cpus: int) -> CPUSet:
         p = pod(name)

@@ -24,6 +24,7 @@ from cpuset_lab.machines import DUAL_SOCKET_HT, LAB_NODE_KIB, write_sysfs_tree
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
 from tests.support.kube_api import serve, write_kubeconfig
+from tests.support.metrics_text import value
 from tests.unit.core.topologies import DUAL_SOCKET
 
 Workload = list[tuple[str, str, float | None, str | None]]
@@ -85,8 +86,7 @@ def rig(port: int, timeout: float = 0.5) -> tuple[PlacementService, TopologyPubl
 
 
 def failures(metrics: PluginMetrics, reason: str) -> float:
-    return metrics.registry.get_sample_value("nri_cpuset_topology_publishes_total",
-                                             {"result": reason}) or 0.0
+    return value(metrics, "nri_cpuset_topology_publishes_total", result=reason) or 0.0
 
 
 @pytest.mark.parametrize("mode", ["forbidden", "crd-missing", "conflict"])

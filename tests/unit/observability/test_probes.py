@@ -137,3 +137,53 @@ def test_a_busy_address_raises_at_construction() -> None:
         port = busy.getsockname()[1]
         with pytest.raises(OSError, match="in use"):
             ProbeServer(f"127.0.0.1:{port}", Node().endpoints())
+
+
+def raw(url: str, request: bytes) -> bytes:
+    """What the server answers ``request``, sent as is (and nothing after it), until it
+    closes the connection."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as conn:
+        conn.sendall(request)
+        conn.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_an_answer_is_http_with_its_length_and_closes_the_connection(
+        served: tuple[Node, str]) -> None:
+    _, url = served
+    answer = raw(url, b"GET /healthz?verbose=1 HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n")
+    head, body = answer.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.0 200 OK"
+    assert "Content-Length: 3" in lines
+    assert "Connection: close" in lines
+    assert body == b"ok\n"
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    (b"POST /metrics HTTP/1.1\r\n\r\n", b"HTTP/1.0 501 "),
+    (b"HEAD /metrics HTTP/1.1\r\n\r\n", b"HTTP/1.0 501 "),
+    (b"GET /metrics\r\n\r\n", b"HTTP/1.0 400 "),
+    (b"nonsense\r\n\r\n", b"HTTP/1.0 400 "),
+    (b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\n\r\n", b"HTTP/1.0 400 "),
+    (b"GET /metrics HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", b"HTTP/1.0 400 "),
+    (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", b"HTTP/1.0 400 "),  # closed mid-headers
+])
+def test_requests_it_does_not_serve_are_refused_by_status(
+        served: tuple[Node, str], request_bytes: bytes, status: bytes) -> None:
+    _, url = served
+    assert raw(url, request_bytes).startswith(status)
+    assert get(f"{url}/healthz")[0] == 200  # and it goes on serving
+
+
+def test_a_client_that_connects_and_leaves_without_a_word_harms_nothing(
+        served: tuple[Node, str]) -> None:
+    _, url = served
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    for _ in range(3):
+        socket.create_connection((host, int(port)), timeout=5).close()
+    assert get(f"{url}/metrics")[0] == 200

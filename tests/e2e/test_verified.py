@@ -183,7 +183,10 @@ def test_a_failed_shrink_never_lets_another_container_get_the_cpus_it_kept(
         app = integer(cri, lab, db, 1, "app")
         assert cpus(cri, app) == given_up
         assert cpus(cri, pg) == kept
-        assert state(quick)["kernel_drift"] == {}
+        # The shrink the runtime finally applied, and any record riding on app's answer, wrote
+        # the record's CFS quota back into pg's cgroup too (decision 54): the next pass lifts
+        # it, so no drift is left once a pass has looked.
+        wait_until(lambda: state(quick)["kernel_drift"] == {}, "no drift left after a pass")
         print(f"shrink landed {landed:.2f} s after the runtime accepted updates again")
 
 

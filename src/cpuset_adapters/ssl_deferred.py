@@ -7,7 +7,7 @@ speaks over unix sockets; ``http.client`` (the probe server's and the API client
 to define ``HTTPSConnection``. Imported while ``ssl`` cannot be, both take their documented
 no-TLS path; ``ssl`` itself stays importable, and the API client, the one part of the daemon
 that may speak TLS, loads it when its credentials ask for it and opens its TLS connections
-itself (``kubernetes/api_client.py``). Decision 52.
+itself (``kubernetes/api_client.py``). Decision 56.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -112,47 +113,49 @@ def quiet_on(cpu: int, irqs: list[Path]) -> bool:
             and all(p.read_text().strip() == "1" for p in deep))
 
 
+@contextmanager
+def quiet_pod(cri: KubeletClient, lab: LabContainerd, plugin: Plugin,
+              irqs: list[Path]) -> Iterator[int]:
+    """A Guaranteed pod asking for quiet CPUs, with a 1-CPU container: its CPU, once quiet."""
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        (cpu,) = cpus(cri, integer(cri, lab, dpdk, 1))
+        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{plugin.text()[-3000:]}",
+                   PATIENCE)
+        yield cpu
+
+
+def put_back_by(plugin: Plugin, host: dict[Path, str]) -> None:
+    """Wait until every file quiet CPUs may change holds its value of before the test."""
+    wait_until(lambda: host_files() == host, f"the host put back\n{plugin.text()[-3000:]}",
+               PATIENCE)
+
+
 def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_until_it_goes(
         host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
-    irqs = accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        app = integer(cri, lab, dpdk, 1)
-        (cpu,) = cpus(cri, app)
-        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{quiet_plugin.text()[-3000:]}",
-                   PATIENCE)
+    with quiet_pod(cri, lab, quiet_plugin, accepting(host)) as cpu:
         other = CPU / f"cpu{1 - cpu if cpu < 2 else 0}/cpuidle/state1/disable"
         if other.exists():
             assert other.read_text().strip() == host[other]  # only its CPU
-    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
-               PATIENCE)
+    put_back_by(quiet_plugin, host)
 
 
 def test_a_plugin_killed_while_quiet_puts_back_at_its_next_start(
         host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
-    irqs = accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        app = integer(cri, lab, dpdk, 1)
-        (cpu,) = cpus(cri, app)
-        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{quiet_plugin.text()[-3000:]}",
-                   PATIENCE)
+    with quiet_pod(cri, lab, quiet_plugin, accepting(host)):
         quiet_plugin.kill()
     assert host_files() != host  # the pod went while nobody was there to put it back
     quiet_plugin.start()
     quiet_plugin.wait_synchronized(2)
-    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
-               PATIENCE)
+    put_back_by(quiet_plugin, host)
 
 
 def test_a_restarted_plugin_keeps_a_running_pods_cpu_quiet(
         host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
     irqs = accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        app = integer(cri, lab, dpdk, 1)
-        (cpu,) = cpus(cri, app)
-        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet", PATIENCE)
+    with quiet_pod(cri, lab, quiet_plugin, irqs) as cpu:
         passes = quiet_plugin.text().count("quiet CPUs")
         quiet_plugin.kill()
         quiet_plugin.start()
@@ -161,5 +164,4 @@ def test_a_restarted_plugin_keeps_a_running_pods_cpu_quiet(
         wait_until(lambda: quiet_plugin.text().count("quiet CPUs") > passes,
                    f"a pass after the restart\n{quiet_plugin.text()[-3000:]}", PATIENCE)
         assert quiet_on(cpu, irqs), quiet_plugin.text()[-3000:]
-    wait_until(lambda: host_files() == host, f"the host put back\n{quiet_plugin.text()[-3000:]}",
-               PATIENCE)
+    put_back_by(quiet_plugin, host)

@@ -39,9 +39,6 @@ class Admission:
 
     placement: Placement
     updates: list[ContainerUpdate]
-    cpu_quota: int | None = None
-    """The CFS quota the container's own cgroup gets (``cpuset_core.quota``); ``None``: the
-    kubelet's stays."""
 
 
 def response_order(plan: Plan) -> list[ContainerUpdate]:

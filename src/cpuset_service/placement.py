@@ -155,7 +155,7 @@ class PlacementService:
         self._journal.admitted(subject_of(pod, container), container.id, plan, placement,
                                len(updates), quota=quota)
         self.notices.admitted(pod, container, plan, self._engine.topology)
-        return Admission(placement, updates, quota)
+        return Admission(placement, updates)
 
     def resize(self, pod: PodFacts, container: ContainerFacts) -> Admission | None:
         """Re-decide a running container's cpuset from its new limits (``container`` carries
@@ -185,7 +185,7 @@ class PlacementService:
             self._journal.resized(subject, container.id, plan, placement, len(updates),
                                   quota=quota)
             self.notices.resized(container.id, plan, self._engine.topology)
-        return Admission(placement, updates, quota)
+        return Admission(placement, updates)
 
     # -- release ---------------------------------------------------------------------------------
 

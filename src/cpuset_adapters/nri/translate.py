@@ -71,26 +71,17 @@ def _cpu(cpus: CPUSet, mems: CPUSet | None) -> pb.LinuxCPU:
     return pb.LinuxCPU(cpus=cpus.format(), mems="" if mems is None else mems.format())
 
 
-def adjustment(placement: Placement, cpu_quota: int | None = None) -> pb.ContainerAdjustment:
-    """The adjustment that gives a new container its cpuset, and its CFS quota unless
-    ``None`` (the runtime applies a present quota wrapper whatever it holds, fact sheet §6.1)."""
+def adjustment(placement: Placement) -> pb.ContainerAdjustment:
+    """The adjustment that gives a new container its cpuset. It carries no CFS quota: the
+    runtime's record keeps the kubelet's (decision 54)."""
     return pb.ContainerAdjustment(linux=pb.LinuxContainerAdjustment(
-        resources=pb.LinuxResources(cpu=_with_quota(_cpu(placement.cpus, placement.mems),
-                                                    cpu_quota))))
+        resources=pb.LinuxResources(cpu=_cpu(placement.cpus, placement.mems))))
 
 
-def container_update(container_id: str, cpus: CPUSet, mems: CPUSet | None,
-                     cpu_quota: int | None = None) -> pb.ContainerUpdate:
-    """A live cpuset change of one existing container, with its CFS quota unless ``None``.
-    The runtime applies only a non-zero quota (§6.2), so ``None`` leaves what the kubelet's
-    request carries, and -1 lifts it."""
-    return _update(container_id, _with_quota(_cpu(cpus, mems), cpu_quota))
-
-
-def _with_quota(cpu: pb.LinuxCPU, quota: int | None) -> pb.LinuxCPU:
-    if quota is not None:
-        cpu.quota.value = quota
-    return cpu
+def container_update(container_id: str, cpus: CPUSet, mems: CPUSet | None) -> pb.ContainerUpdate:
+    """A live cpuset change of one existing container; no quota, so the one the kubelet's
+    request carries stays (decision 54)."""
+    return _update(container_id, _cpu(cpus, mems))
 
 
 def _update(container_id: str, cpu: pb.LinuxCPU) -> pb.ContainerUpdate:

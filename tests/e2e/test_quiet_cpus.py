@@ -9,8 +9,6 @@ put back in the fixture's teardown, whether or not the plugin did.
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,74 +16,37 @@ from pathlib import Path
 import pytest
 
 from cpuset_core import CPUSet
+from cpuset_lab import quiet_host
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
-from tests.e2e.plugin_harness import Plugin, cpus, integer, needs_two_cpus, pod, wait_until
+from cpuset_lab.quiet_host import CPU, IRQ, Snapshot
+from tests.e2e.plugin_harness import (
+    Plugin,
+    cpus,
+    integer,
+    needs_two_cpus,
+    pod,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
 
-IRQ = Path("/proc/irq")
-CPU = Path("/sys/devices/system/cpu")
 QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "disable"}
-PATIENCE = 30.0
-"""Seconds before a wait is a hang (a guard, not a verdict)."""
-
-
-def host_files() -> dict[Path, str]:
-    """Every file quiet CPUs may change, with its value now."""
-    files = [*IRQ.glob("*/smp_affinity_list"), IRQ / "default_smp_affinity",
-             *CPU.glob("cpu[0-9]*/cpuidle/state[0-9]*/disable")]
-    return {path: path.read_text().strip() for path in sorted(files) if path.exists()}
-
-
-def put_back(saved: dict[Path, str]) -> list[str]:
-    """Write back what differs from ``saved``; return what could not be."""
-    failed = []
-    for path, value in saved.items():
-        try:
-            if path.exists() and path.read_text().strip() != value:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, value.encode())
-                finally:
-                    os.close(fd)
-        except OSError as exc:
-            if exc.errno != errno.EIO:  # a kernel-managed IRQ: never changed
-                failed.append(f"{path}: {exc}")
-    return failed
-
-
-def accepting(saved: dict[Path, str]) -> list[Path]:
-    """IRQs whose affinity accepts a write (rewriting its own value), as the plugin finds."""
-    irqs = []
-    for path, value in saved.items():
-        if path.name != "smp_affinity_list":
-            continue
-        try:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, value.encode())
-            finally:
-                os.close(fd)
-        except OSError:
-            continue
-        irqs.append(path)
-    return irqs
-
-
 @pytest.fixture
-def host() -> Iterator[dict[Path, str]]:
-    """The host's quiet-CPU files as they were; put back (and checked) at the end."""
-    if not os.access(IRQ / "default_smp_affinity", os.W_OK):
+def host() -> Iterator[Snapshot]:
+    """The host's quiet-CPU files as they were, to this test alone; put back (and checked) at
+    the end."""
+    if not quiet_host.writable():
         pytest.skip("/proc/irq is not writable here")
-    saved = host_files()
-    try:
-        yield saved
-    finally:
-        failed = put_back(saved)
-        assert not failed, failed
-        assert host_files() == saved
+    with quiet_host.held():
+        saved = quiet_host.snapshot()
+        try:
+            yield saved
+        finally:
+            failed = quiet_host.put_back(saved)
+            assert not failed, failed
+            assert not quiet_host.differences(saved)
 
 
 @pytest.fixture
@@ -119,21 +80,20 @@ def quiet_pod(cri: KubeletClient, lab: LabContainerd, plugin: Plugin,
     """A Guaranteed pod asking for quiet CPUs, with a 1-CPU container: its CPU, once quiet."""
     with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
         (cpu,) = cpus(cri, integer(cri, lab, dpdk, 1))
-        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{plugin.text()[-3000:]}",
-                   PATIENCE)
+        wait_until(lambda: quiet_on(cpu, irqs), f"CPU {cpu} quiet\n{plugin.text()[-3000:]}")
         yield cpu
 
 
-def put_back_by(plugin: Plugin, host: dict[Path, str]) -> None:
+def put_back_by(plugin: Plugin, host: Snapshot) -> None:
     """Wait until every file quiet CPUs may change holds its value of before the test."""
-    wait_until(lambda: host_files() == host, f"the host put back\n{plugin.text()[-3000:]}",
-               PATIENCE)
+    wait_until(lambda: not quiet_host.differences(host),
+               f"the host put back\n{plugin.text()[-3000:]}")
 
 
 def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_until_it_goes(
-        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        host: Snapshot, quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
-    with quiet_pod(cri, lab, quiet_plugin, accepting(host)) as cpu:
+    with quiet_pod(cri, lab, quiet_plugin, quiet_host.accepting(host)) as cpu:
         other = CPU / f"cpu{1 - cpu if cpu < 2 else 0}/cpuidle/state1/disable"
         if other.exists():
             assert other.read_text().strip() == host[other]  # only its CPU
@@ -141,20 +101,20 @@ def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_until_it_goes(
 
 
 def test_a_plugin_killed_while_quiet_puts_back_at_its_next_start(
-        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        host: Snapshot, quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
-    with quiet_pod(cri, lab, quiet_plugin, accepting(host)):
+    with quiet_pod(cri, lab, quiet_plugin, quiet_host.accepting(host)):
         quiet_plugin.kill()
-    assert host_files() != host  # the pod went while nobody was there to put it back
+    assert quiet_host.differences(host)  # the pod went while nobody was there to put it back
     quiet_plugin.start()
     quiet_plugin.wait_synchronized(2)
     put_back_by(quiet_plugin, host)
 
 
 def test_a_restarted_plugin_keeps_a_running_pods_cpu_quiet(
-        host: dict[Path, str], quiet_plugin: Plugin, lab: LabContainerd,
+        host: Snapshot, quiet_plugin: Plugin, lab: LabContainerd,
         cri: KubeletClient) -> None:
-    irqs = accepting(host)
+    irqs = quiet_host.accepting(host)
     with quiet_pod(cri, lab, quiet_plugin, irqs) as cpu:
         passes = quiet_plugin.text().count("quiet CPUs")
         quiet_plugin.kill()
@@ -162,6 +122,6 @@ def test_a_restarted_plugin_keeps_a_running_pods_cpu_quiet(
         quiet_plugin.wait_synchronized(2)
         # The restarted plugin's first pass, after its rebuild: the pod still needs the CPU.
         wait_until(lambda: quiet_plugin.text().count("quiet CPUs") > passes,
-                   f"a pass after the restart\n{quiet_plugin.text()[-3000:]}", PATIENCE)
+                   f"a pass after the restart\n{quiet_plugin.text()[-3000:]}")
         assert quiet_on(cpu, irqs), quiet_plugin.text()[-3000:]
     put_back_by(quiet_plugin, host)

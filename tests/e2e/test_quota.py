@@ -197,6 +197,6 @@ def test_after_a_resize_the_runtime_reports_the_new_limit_while_the_kernel_has_n
         # What any runtime update does (it writes the record's quota): the verifier lifts it.
         put_back_the_kubelets_quota(cri, pg)
         assert quota(cri, pg) == PERIOD
-        wait_until(lambda: quota(cri, pg) == UNLIMITED, "the verifier lifting it", timeout=30)
+        wait_until(lambda: quota(cri, pg) == UNLIMITED, "the verifier lifting it")
         assert "cause=quota" in plugin.text()
         assert runtime_limit(cri, pg) == 1000

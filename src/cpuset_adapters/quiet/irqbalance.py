@@ -78,15 +78,20 @@ class Irqbalances:
     def alive(self, pid: int) -> bool:
         return pid in set(self._pids([str(pid)]))
 
-    def send(self, pid: int, message: str) -> str:
-        """Send ``message`` to irqbalance ``pid`` and return its answer (``settings`` get
-        none). Raises OSError when it cannot be reached."""
+    def send(self, pid: int, message: str, *, answer: bool = False) -> str:
+        """Send ``message`` to irqbalance ``pid``; with ``answer``, wait for and return its
+        answer (``setup``, ``stats``; ``settings`` get none, so they are sent and left: the
+        message waits in the socket while irqbalance sleeps inside a rescan, and waiting for
+        it to close would time out and send it again). Raises OSError when it cannot be
+        reached."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(self.timeout)
             sock.connect(self._address(pid))
             credentials = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
             sock.sendmsg([message.encode()],
                          [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, credentials)])
+            if not answer:
+                return ""
             sock.shutdown(socket.SHUT_WR)
             return b"".join(iter(lambda: sock.recv(4096), b"")).decode(errors="replace")
 

@@ -9,6 +9,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,10 +90,17 @@ def daemons(tree: Path) -> Irqbalances:
 
 
 def wait_for(daemon: FakeDaemon, count: int) -> list[str]:
-    """The messages received: each is recorded before its connection closes, which the sender
-    waits for, so no wait is needed."""
+    """The messages received once there are ``count`` (a settings message is sent and left,
+    so it arrives a moment later; the deadline guards a hang)."""
+    deadline = time.monotonic() + 30
+    while len(daemon.messages) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert len(daemon.messages) >= count, daemon.messages
     return [message for message, _ in daemon.messages]
+
+
+def test_a_question_waits_for_its_answer(tree: Path, daemon: FakeDaemon) -> None:
+    assert daemons(tree).send(PID, "setup", answer=True) == "SLEEP 10 BANNED 00000000"
 
 
 # -- what it bans by itself, as irqbalance 1.9.2 decides ----------------------------------------
@@ -182,7 +190,7 @@ def test_a_daemon_gone_since_it_was_told_is_forgotten_without_a_word(
     IrqbalanceTeller(daemons(tree), journal).tell(CPUSet(), report)
     assert journal.originals == {}
     assert report.problems == []
-    assert len(daemon.messages) == 1
+    assert wait_for(daemon, 1) == ["settings cpus 1,3"]  # and nothing more
 
 
 def test_a_daemon_that_cannot_be_reached_is_a_problem_tried_again_at_the_next_pass(

@@ -19,7 +19,9 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import ContainerdNotInstalled, find_installation
 from cpuset_lab.image import BUSYBOX_PATH
 from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.quiet_host import Snapshot
 from tests.e2e.plugin_harness import Plugin, serving
+from tests.e2e.quiet_harness import held_host
 
 REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
 
@@ -68,3 +70,11 @@ def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[P
     the test's pods are gone."""
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
         yield running
+
+
+@pytest.fixture
+def host() -> Iterator[Snapshot]:
+    """The host's quiet-CPU files as they were, to this test alone (its lock held); put back
+    and checked at the end."""
+    with held_host() as saved:
+        yield saved

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_core import CPUSet
 from cpuset_lab import quiet_host
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
-from cpuset_lab.quiet_host import CPU, IRQ, Snapshot
+from cpuset_lab.quiet_host import CPU, Snapshot
 from tests.e2e.plugin_harness import (
     Plugin,
     cpus,
@@ -29,24 +28,9 @@ from tests.e2e.plugin_harness import (
     pod,
     wait_until,
 )
+from tests.e2e.quiet_harness import QUIET, quiet_on
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
-
-QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "disable"}
-@pytest.fixture
-def host() -> Iterator[Snapshot]:
-    """The host's quiet-CPU files as they were, to this test alone; put back (and checked) at
-    the end."""
-    if not quiet_host.writable():
-        pytest.skip("/proc/irq is not writable here")
-    with quiet_host.held():
-        saved = quiet_host.snapshot()
-        try:
-            yield saved
-        finally:
-            failed = quiet_host.put_back(saved)
-            assert not failed, failed
-            assert not quiet_host.differences(saved)
 
 
 @pytest.fixture
@@ -63,15 +47,6 @@ def quiet_plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iter
         if running.process is not None:
             lab.cleanup()
             running.stop()
-
-
-def quiet_on(cpu: int, irqs: list[Path]) -> bool:
-    idle = [CPU / f"cpu{cpu}/cpuidle/state{k}/disable" for k in range(8)]
-    deep = [p for p in idle[1:] if p.exists()]  # state0 is polling, exit latency 0
-    return (all(cpu not in CPUSet.parse(p.read_text().strip()) for p in irqs)
-            and cpu not in CPUSet.from_mask(int((IRQ / "default_smp_affinity").read_text()
-                                                .strip().replace(",", ""), 16))
-            and all(p.read_text().strip() == "1" for p in deep))
 
 
 @contextmanager

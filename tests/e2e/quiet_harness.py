@@ -1,0 +1,61 @@
+"""What the quiet-CPU e2e tests share (issue 43): the host's quiet-CPU files held and put back,
+the request in CRI-O's words, whether a CPU is quiet as /proc/irq and sysfs show it, and the
+plugin's metrics and JSON log lines."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cpuset_core import CPUSet
+from cpuset_lab import quiet_host
+from cpuset_lab.quiet_host import CPU, IRQ, Snapshot
+
+QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "disable"}
+
+
+@contextmanager
+def held_host() -> Iterator[Snapshot]:
+    """The host's quiet-CPU files as they were, to the caller alone; put back (and checked) at
+    the end (conftest's ``host`` fixture)."""
+    if not quiet_host.writable():
+        pytest.skip("/proc/irq is not writable here")
+    with quiet_host.held():
+        saved = quiet_host.snapshot()
+        try:
+            yield saved
+        finally:
+            failed = quiet_host.put_back(saved)
+            assert not failed, failed
+            assert not quiet_host.differences(saved)
+
+
+def quiet_on(cpu: int, irqs: list[Path]) -> bool:
+    idle = [CPU / f"cpu{cpu}/cpuidle/state{k}/disable" for k in range(8)]
+    deep = [p for p in idle[1:] if p.exists()]  # state0 is polling, exit latency 0
+    return (all(cpu not in CPUSet.parse(p.read_text().strip()) for p in irqs)
+            and cpu not in CPUSet.from_mask(int((IRQ / "default_smp_affinity").read_text()
+                                                .strip().replace(",", ""), 16))
+            and all(p.read_text().strip() == "1" for p in deep))
+
+
+def metric(port: int, name: str, **labels: str) -> float | None:
+    """The sample ``name{labels}`` the plugin serves on ``port`` (``None`` when absent)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return None
+
+
+def log_events(text: str) -> list[dict[str, object]]:
+    """The plugin's JSON log lines (``--log-format json``)."""
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]

@@ -1,0 +1,175 @@
+"""Quiet CPUs kept quiet (issue 43) on a real containerd (1.7 or 2.x): an interrupt written back
+onto a quiet CPU is moved off again, counted and logged as a repair; a real irqbalance (Debian's
+1.9.2, its own 10 s rounds) is told to leave a quiet pod's CPU alone, keeps off it across two
+of its rounds, and gets its own banned set back when the pod goes, also when the plugin was
+killed -9 while the pod ran.
+
+How long a pod's CPU takes to become quiet after its start returns is measured and printed
+(and kept as a junit property); the assertions wait with the harness's hang guard only.
+These tests change the host's interrupts and idle states inside the ``host`` fixture's lock,
+and put back whatever they changed.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cpuset_core import CPUSet
+from cpuset_lab import irqbalance, quiet_host
+from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kubelet import KubeletClient
+from cpuset_lab.pod_spec import QosClass
+from cpuset_lab.quiet_host import Snapshot
+from tests.e2e.plugin_harness import (
+    PATIENCE,
+    Plugin,
+    cpus,
+    integer,
+    needs_two_cpus,
+    pod,
+    wait_until,
+)
+from tests.e2e.quiet_harness import (
+    QUIET,
+    log_events,
+    metric,
+    quiet_on,
+)
+
+pytestmark = [pytest.mark.e2e, needs_two_cpus]
+needs_irqbalance = pytest.mark.skipif(not irqbalance.installed(),
+                                      reason="run `bash scripts/install-irqbalance` first")
+
+
+class QuietPlugin(Plugin):
+    """The plugin with its own journal, its metrics on a free port, logging JSON lines."""
+
+    def __init__(self, socket_path: Path, tmp_path: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        # The later --log-format wins over the helper's console default.
+        super().__init__(socket_path, tmp_path / "plugin.log", (
+            "--listen", f"127.0.0.1:{self.port}", "--log-format", "json",
+            "--quiet-journal", str(tmp_path / "quiet.json")))
+
+    def repairs(self, what: str) -> float:
+        return metric(self.port, "nri_cpuset_quiet_repairs_total", what=what) or 0.0
+
+
+@pytest.fixture
+def quiet_plugin(lab: LabContainerd, cri: KubeletClient,
+                 tmp_path: Path) -> Iterator[QuietPlugin]:
+    """The plugin, killed -9 by a test: started by hand."""
+    running = QuietPlugin(lab.nri_socket, tmp_path)
+    running.cri_socket = lab.cri_address
+    running.start()
+    try:
+        running.wait_synchronized()
+        yield running
+    finally:
+        if running.process is not None:
+            lab.cleanup()
+            running.stop()
+
+
+@pytest.fixture
+def balancer(host: Snapshot, tmp_path: Path) -> Iterator[irqbalance.Running]:
+    """A real irqbalance, inside the host's lock, killed before the host is put back."""
+    if not irqbalance.installed():
+        pytest.skip("run `bash scripts/install-irqbalance` first")
+    with irqbalance.running(tmp_path / "irqbalance.log") as daemon:
+        wait_until(lambda: daemon.banned() is not None, "irqbalance answering on its socket")
+        yield daemon
+
+
+def quiet_start(cri: KubeletClient, lab: LabContainerd, pod_id: str, irqs: list[Path],
+                record_property: Callable[[str, object], None]) -> int:
+    """Start a 1-CPU container in ``pod_id``; its CPU once quiet. Prints the time from the
+    start's return to the CPU being quiet."""
+    (cpu,) = cpus(cri, integer(cri, lab, pod_id, 1))
+    started = time.monotonic()
+    while not quiet_on(cpu, irqs) and time.monotonic() - started < PATIENCE:
+        time.sleep(0.01)
+    took = time.monotonic() - started
+    print(f"quiet after start: CPU {cpu} quiet {took * 1000:.0f} ms after the start returned")
+    record_property("quiet_after_start_ms", round(took * 1000))
+    assert quiet_on(cpu, irqs), f"CPU {cpu} not quiet within {PATIENCE:.0f} s"
+    return cpu
+
+
+def test_an_irq_written_back_onto_a_quiet_cpu_is_moved_off_counted_and_logged(
+        host: Snapshot, quiet_plugin: QuietPlugin, lab: LabContainerd,
+        cri: KubeletClient, record_property: Callable[[str, object], None]) -> None:
+    irqs = quiet_host.accepting(host)
+    if not irqs:
+        pytest.skip("no IRQ here accepts an affinity")
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+        moved = irqs[0]
+        moved.write_text(str(cpu))  # a hand (or a driver, or irqbalance) moves it back
+        wait_until(lambda: quiet_on(cpu, irqs),
+                   f"{moved} moved off CPU {cpu} again\n{quiet_plugin.text()[-3000:]}")
+        wait_until(lambda: quiet_plugin.repairs("irq") >= 1, "the repair counted")
+        repairs = [e for e in log_events(quiet_plugin.text())
+                   if e.get("event") == "quiet CPUs repaired"]
+        assert any(str(moved) in str(e.get("files")) and e.get("what") == "irq"
+                   for e in repairs), repairs
+    wait_until(lambda: not quiet_host.differences(host),
+               f"the host put back\n{quiet_plugin.text()[-3000:]}")
+
+
+def own_set_back(daemon: irqbalance.Running, own: CPUSet, plugin: Plugin) -> None:
+    wait_until(lambda: daemon.banned() == own,
+               f"irqbalance given its own set {own or 'none'} back\n{plugin.text()[-3000:]}")
+
+
+@needs_irqbalance
+def test_a_running_irqbalance_keeps_off_a_quiet_cpu_for_two_rounds_and_gets_its_set_back(  # noqa: PLR0917
+        balancer: irqbalance.Running, quiet_plugin: QuietPlugin, lab: LabContainerd,
+        cri: KubeletClient, host: Snapshot,
+        record_property: Callable[[str, object], None]) -> None:
+    own = balancer.banned()
+    assert own is not None
+    irqs = quiet_host.accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+        wait_until(lambda: (balancer.banned() or CPUSet()) == own | CPUSet([cpu]),
+                   f"irqbalance told to leave CPU {cpu} alone\n{quiet_plugin.text()[-3000:]}")
+        rounds = balancer.rounds()
+        loud = 0
+        watched = time.monotonic()
+        while balancer.rounds() < rounds + 2:  # two of its rounds, each ending in its tree
+            assert time.monotonic() - watched < PATIENCE, "irqbalance stopped its rounds"
+            loud += not quiet_on(cpu, irqs)
+            time.sleep(0.1)
+        print(f"irqbalance: {balancer.rounds() - rounds} rounds with CPU {cpu} banned; "
+              f"{loud} looks found it not quiet")
+        assert quiet_on(cpu, irqs), quiet_plugin.text()[-3000:]
+        repaired = quiet_plugin.repairs("irq")
+        print(f"irq repairs while irqbalance ran: {repaired:.0f}")
+        record_property("irq_repairs_with_irqbalance", repaired)
+    own_set_back(balancer, own, quiet_plugin)
+
+
+@needs_irqbalance
+def test_a_plugin_killed_while_quiet_gives_irqbalance_its_set_back_at_its_next_start(  # noqa: PLR0917
+        balancer: irqbalance.Running, quiet_plugin: QuietPlugin, lab: LabContainerd,
+        cri: KubeletClient, host: Snapshot,
+        record_property: Callable[[str, object], None]) -> None:
+    own = balancer.banned()
+    assert own is not None
+    irqs = quiet_host.accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+        wait_until(lambda: (balancer.banned() or CPUSet()) == own | CPUSet([cpu]),
+                   f"irqbalance told to leave CPU {cpu} alone\n{quiet_plugin.text()[-3000:]}")
+        quiet_plugin.kill()
+    quiet_plugin.start()
+    quiet_plugin.wait_synchronized(2)
+    own_set_back(balancer, own, quiet_plugin)

@@ -190,6 +190,7 @@ class Soak:
             found += invariants.kernel_agrees(model, view)
             found += invariants.state_matches(model, view, state, waiting)
             if self.quiet is not None:
+                self.record.tally.quiet_checks += 1
                 found += self.quiet.check(model, {cid: seen.cpus for cid, seen in view.items()})
             known = {c.cid for c in running}
             ours = {pod.pod_id: pod.name for pod in model.pods.values()}
@@ -209,6 +210,7 @@ class Soak:
         self.settle()
         found = invariants.empty_state(self.model.node, self.node.plugin.inspect())
         if self.quiet is not None:  # every pod gone: the host as it was before the walk
+            self.record.tally.quiet_checks += 1
             found += self.quiet.left_changed()
         self.node.lab.cleanup()  # the pod cgroup parents a kubelet would remove
         kubelet = self.node.kubelet

@@ -102,9 +102,11 @@ def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibrat
     return result, f"  {case.name}: host while the probe ran: {output.sampled}; {put_back}"
 
 
-def exclusive_cpu(node: IsolationNode, sizes: Sizes, calibration: Calibration) -> int:
-    """The CPU the plugin's defaults give the probe beside its neighbours (a short probe)."""
-    plugin = node.start_plugin(PLUGIN_DEFAULTS)
+def exclusive_cpu(node: IsolationNode, sizes: Sizes, calibration: Calibration,
+                  config: str = "") -> int:
+    """The CPU the plugin (``config``: its TOML, "" its defaults) gives the probe beside its
+    neighbours (a short probe)."""
+    plugin = node.start_plugin(replace(PLUGIN_DEFAULTS, plugin_config=config))
     try:
         node.start_neighbours(neighbours(sizes.spinners))
         tiny = Workload(periods=10, period_us=1000, work_us=1, job_ms=1)
@@ -113,6 +115,28 @@ def exclusive_cpu(node: IsolationNode, sizes: Sizes, calibration: Calibration) -
         node.clear()
         plugin.stop()
     return min(probe.parse_run(output.lines).cpus)
+
+
+def arrange_disk(node: IsolationNode, host: BenchHost, sizes: Sizes,
+                 calibration: Calibration) -> str:
+    """The disk writer's interrupts made able to land on the probe's CPU, printed: its IRQs
+    steered there; where one refuses (a kernel-managed vector) and is delivered on one other
+    CPU, the probe brought there instead by reserving every other CPU (``cpus.reserved``,
+    not strict: the shared pool keeps them, so the neighbours still run beside it, as under
+    the defaults). Returns the plugin cases' configuration ("" for the defaults)."""
+    cpu = exclusive_cpu(node, sizes, calibration)
+    lines, refused = host.steer_disk(node.io_dir, cpu)
+    print("\n".join(lines))
+    delivered = {r.delivered for r in refused}
+    if len(delivered) != 1 or str(cpu) in delivered:
+        return ""
+    target = CPUSet.parse(delivered.pop())
+    config = f'[cpus]\nreserved = "{(online_cpus() - target).format()}"\n'
+    got = exclusive_cpu(node, sizes, calibration, config)
+    print(f"  the plugin's cases run with {config.strip()!r} so that the probe's exclusive CPU "
+          f"is {target} (it got CPU {got}), where the refusing IRQ is delivered; their names "
+          "say 'plugin defaults' for the rest")
+    return config
 
 
 def calibrate(node: IsolationNode) -> Calibration:
@@ -205,11 +229,11 @@ def main() -> int:
             node = IsolationNode(lab, workdir, probe_dir)
             calibration = calibrate(node)
             describe(lab, sizes, calibration, workdir, load, measured=measured)
-            print("\n".join(host.steer_disk(node.io_dir,
-                                            exclusive_cpu(node, sizes, calibration))))
+            config = arrange_disk(node, host, sizes, calibration)
+            run = [replace(case, plugin_config=config) if case.plugin else case
+                   for case in measured[0]]
             for n in range(sizes.rounds):
-                results = [measure(node, case, sizes, calibration, host)
-                           for case in measured[0]]
+                results = [measure(node, case, sizes, calibration, host) for case in run]
                 print(f"\n== round {n + 1} of {sizes.rounds}")
                 print("\n".join(table([result for result, _ in results])))
                 print("on the host:")

@@ -7,7 +7,9 @@ CPU 1 while the plugin gave the probe CPU 0: its interrupts never reached the pr
 request taking them off its CPU could show nothing. Steering them to the probe's CPU is what a
 node whose device interrupts share the exclusive CPU looks like; the quiet cases then move
 them off (the plugin's journal keeps the steered value as the original, put back after each
-case; the bench's own snapshot puts back the machine's at the end)."""
+case; the bench's own snapshot puts back the machine's at the end). A kernel-managed vector
+refuses (this host's virtio-blk queue, ``virtio1-req.0``, on kernel 6.18: EPERM): then the
+probe is brought to the CPU it is delivered on instead (``bench/isolation.py``)."""
 
 from __future__ import annotations
 
@@ -68,19 +70,36 @@ def _read(path: Path) -> str:
         return "?"
 
 
-def steer(irqs: list[int], cpus: str, proc_irq: Path = PROC_IRQ) -> tuple[list[Steered],
-                                                                         list[str]]:
-    """Each of ``irqs`` given the affinity ``cpus`` (a CPU list); what was steered, and the
-    IRQs that refused (kernel-managed vectors refuse with EIO) or are gone, said why."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refused:
+    """An IRQ whose affinity refused the write (kernel-managed vectors do: EIO on older
+    kernels, EPERM on 6.18's), and the CPUs it is delivered on."""
+
+    irq: int
+    why: str
+    delivered: str
+
+    def describe(self) -> str:
+        return f"IRQ {self.irq}: refused ({self.why}), delivered on {self.delivered}"
+
+
+def steer(irqs: list[int], cpus: str,
+          proc_irq: Path = PROC_IRQ) -> tuple[list[Steered], list[Refused]]:
+    """Each of ``irqs`` given the affinity ``cpus`` (a CPU list); what was steered, and what
+    refused (or is gone), with where it is delivered."""
     steered, refused = [], []
     for irq in irqs:
         affinity = proc_irq / str(irq) / "smp_affinity_list"
         effective = proc_irq / str(irq) / "effective_affinity_list"
         before, delivered = _read(affinity), _read(effective)
         try:
-            affinity.write_text(cpus)
+            fd = os.open(affinity, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, cpus.encode())
+            finally:
+                os.close(fd)
         except OSError as exc:
-            refused.append(f"IRQ {irq}: {exc.strerror or exc}")
+            refused.append(Refused(irq=irq, why=exc.strerror or str(exc), delivered=delivered))
             continue
         steered.append(Steered(irq=irq, before=before, delivered_before=delivered,
                                after=_read(affinity), delivered_after=_read(effective)))

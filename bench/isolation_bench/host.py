@@ -61,21 +61,21 @@ class BenchHost:
                     print(f"  not put back: {line}")
                 print(f"host lock let go at {time.strftime('%H:%M:%S')}", flush=True)
 
-    def steer_disk(self, directory: Path, cpu: int) -> list[str]:
-        """The IRQs of the disk under ``directory`` steered to ``cpu``; what was done, as
-        lines to print. The baseline is taken after."""
+    def steer_disk(self, directory: Path, cpu: int) -> tuple[list[str], list[disk_irq.Refused]]:
+        """The IRQs of the disk under ``directory`` steered to ``cpu``: what was done, as lines
+        to print, and the IRQs that refused. The baseline is taken after."""
         block = disk_irq.device_dir(directory)
         irqs = disk_irq.irqs_of(block) if block is not None else []
-        if not irqs:
-            self.baseline = quiet_host.snapshot()
-            return [f"disk writer's IRQs: none found for {directory} (device {block}); not "
-                    "steered: whether they reach the probe's CPU is the machine's choice"]
-        steered, refused = disk_irq.steer(irqs, str(cpu))
+        steered, refused = disk_irq.steer(irqs, str(cpu)) if irqs else ([], [])
         self.baseline = quiet_host.snapshot()
+        if not irqs:
+            return [f"disk writer's IRQs: none found for {directory} (device {block}); not "
+                    "steered: whether they reach the probe's CPU is the machine's choice"], []
         return ([f"disk writer's device {block}: IRQs {', '.join(map(str, irqs))} steered to "
                  f"CPU {cpu}, the probe's under the plugin, so that without quiet CPUs its "
                  "interrupts land there (put back at the end):"]
-                + [f"  {s.describe()}" for s in steered] + [f"  refused: {r}" for r in refused])
+                + [f"  {s.describe()}" for s in steered]
+                + [f"  {r.describe()}" for r in refused]), refused
 
     def during(self) -> str:
         """What the running case changed from the baseline, now."""

@@ -29,7 +29,7 @@ WEIGHTS: Final = {
     "containerd-restart": 1, "runc-refuse": 2.5, "narrow-pins": 1, "status-hammer": 2,
     "create-failing": 2.5, "create-unstarted": 2.5,
     "create-opted-out": 4, "create-mixed": 6, "create-system": 5, "create-reserved-request": 3,
-    "create-isolated-request": 3, "create-quiet-request": 5,
+    "create-isolated-request": 3, "create-quiet-request": 12,
 }
 """Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
 BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")

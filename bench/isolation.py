@@ -135,7 +135,8 @@ def arrange_disk(node: IsolationNode, host: BenchHost, sizes: Sizes,
     got = exclusive_cpu(node, sizes, calibration, config)
     print(f"  the plugin's cases run with {config.strip()!r} so that the probe's exclusive CPU "
           f"is {target} (it got CPU {got}), where the refusing IRQ is delivered; their names "
-          "say 'plugin defaults' for the rest")
+          "say 'plugin defaults' for the rest; the IRQs that move follow it:")
+    print("\n".join(host.steer_disk(node.io_dir, got)[0]))
     return config
 
 

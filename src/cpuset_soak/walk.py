@@ -211,14 +211,18 @@ class Walk:
         return self._request(requests.ISOLATED_REQUEST, self._fitting_integer(),
                              self._gated_namespace())
 
-    def _create_quiet_request(self) -> Op | None:
+    def _create_quiet_request(self) -> Op | list[Op] | None:
         """Quiet CPUs for whole CPUs that mostly fit, a Burstable pod's now and then (shared:
-        ignored). Never on runc-faulty: a refused move would part the CPUs the plugin quiets
-        (its ledger's) from the kernel's."""
+        ignored); on a node where no CPU is free, a pod deleted first mostly (two CPUs are
+        soon all pinned or exclusive). Never on runc-faulty: a refused move would part the
+        CPUs the plugin quiets (its ledger's) from the kernel's."""
+        room = self.node.free_count(self.node.pins(), self.node.exclusive_count()) >= 1
+        first = self._delete() if not room and self.rng.random() < 0.7 else None
         cpus = self._fitting_integer() if self.rng.random() < 0.85 else 0
         op = self._create(requests.QUIET_REQUEST, cpus=cpus, namespace=self._gated_namespace(),
                           annotations=quiet.draw(self.rng))
-        return None if op is None else {**op, "handler": ""}
+        made = None if op is None else {**op, "handler": ""}
+        return [o for o in (first, made) if o is not None] or None
 
     def _create_bad_pin(self) -> Op | None:
         return self._create(PINNED, pins=self.rng.choice(BAD_PINS),

@@ -97,14 +97,21 @@ def test_a_quiet_request_is_an_integer_container_or_a_shared_one_without_whole_c
 
 def test_a_walk_asks_for_quiet_cpus_in_both_vocabularies_and_never_on_a_faulty_runc() -> None:
     walk = Walk(3, node_with(TWO))
-    ops = [walk._create_quiet_request() for _ in range(200)]
-    made = [op for op in ops if op is not None]
+    drawn = [walk._create_quiet_request() for _ in range(200)]
+    made = [op for ops in drawn if ops for op in ops if op["kind"] == "create"]
     keys = {key for op in made for key in op["annotations"]}
     assert {quiet.CRIO_IRQ, quiet.CRIO_IDLE} <= keys
     assert any(key.startswith(quiet.OURS_IRQS) for key in keys)
     assert {op["handler"] for op in made} == {""}
     assert any(quiet.refusal(op["annotations"]) for op in made)
     assert {op["cpus"] for op in made} >= {0, 1}
+
+
+def test_on_a_node_with_no_free_cpu_a_quiet_request_mostly_deletes_a_pod_first() -> None:
+    walk = Walk(3, node_with(TWO, pod("big", running(INTEGER, "c1", 2, "0-1"))))
+    drawn = [walk._create_quiet_request() for _ in range(50)]
+    assert any(ops and ops[0] == {"kind": "delete", "pod": "big"} for ops in drawn)
+    assert all(ops and ops[-1]["kind"] == "create" for ops in drawn)
 
 
 def test_without_quiet_the_walk_never_draws_a_quiet_request() -> None:

@@ -213,11 +213,15 @@ class Walk:
 
     def _create_quiet_request(self) -> Op | list[Op] | None:
         """Quiet CPUs for whole CPUs that mostly fit, a Burstable pod's now and then (shared:
-        ignored); on a node where no CPU is free, a pod deleted first mostly (two CPUs are
-        soon all pinned or exclusive). Never on runc-faulty: a refused move would part the
-        CPUs the plugin quiets (its ledger's) from the kernel's."""
-        room = self.node.free_count(self.node.pins(), self.node.exclusive_count()) >= 1
-        first = self._delete() if not room and self.rng.random() < 0.7 else None
+        ignored); on a node where one CPU would not fit, a pod holding a pin or exclusive
+        CPUs deleted first mostly (two CPUs are soon all pinned, exclusive or the pool's
+        last). Never on runc-faulty: a refused move would part the CPUs the plugin quiets
+        (its ledger's) from the kernel's."""
+        first = None
+        if not self.node.predict_integer(1).may_admit and self.rng.random() < 0.7:
+            holders = sorted({c.pod for c in self.node.of_kind(INTEGER, MIXED, PINNED)})
+            first = ({"kind": "delete", "pod": self.rng.choice(holders)} if holders
+                     else self._delete())
         cpus = self._fitting_integer() if self.rng.random() < 0.85 else 0
         op = self._create(requests.QUIET_REQUEST, cpus=cpus, namespace=self._gated_namespace(),
                           annotations=quiet.draw(self.rng))

@@ -71,15 +71,15 @@ def _affinity(original: CPUSet, quiet_cpus: CPUSet, online: CPUSet) -> CPUSet:
 
 def expected(before: Mapping[Path, str], *, accepting: Collection[Path],
              latency: Mapping[Path, int], online: CPUSet, want: Wanted) -> dict[Path, str]:
-    """What each file of ``before`` must hold now (affinities as CPU lists or masks, compared
-    as sets by :func:`violations`)."""
+    """What each file of ``before`` must hold now (affinities as CPU lists, the default one as
+    a hex mask; compared as sets by :func:`violations`)."""
     quiet_cpus = want.irq_cpus & online
     found: dict[Path, str] = {}
     for path, value in before.items():
         if path.name == "smp_affinity_list" and path in accepting:
             found[path] = _affinity(CPUSet.parse(value), quiet_cpus, online).format()
         elif path.name == "default_smp_affinity":
-            found[path] = _affinity(parse_mask(value), quiet_cpus, online).format()
+            found[path] = f"{_affinity(parse_mask(value), quiet_cpus, online).mask:x}"
         elif (idle := _IDLE.search(path.as_posix())) is not None and path in latency:
             bound = want.idle_bounds.get(int(idle.group(1)))
             found[path] = "1" if bound is not None and latency[path] > bound else value
@@ -93,7 +93,7 @@ def _same(path: Path, now: str, wanted_value: str) -> bool:
         return CPUSet.parse(now, allow_empty=True) == CPUSet.parse(wanted_value,
                                                                    allow_empty=True)
     if path.name == "default_smp_affinity":
-        return parse_mask(now) == CPUSet.parse(wanted_value, allow_empty=True)
+        return parse_mask(now) == parse_mask(wanted_value)
     return now.strip() == wanted_value.strip()
 
 

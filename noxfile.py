@@ -162,7 +162,8 @@ def proto(session: nox.Session) -> None:
 
 
 # The DaemonSet's pod tests need the image scripts/build-image builds: their own sessions.
-POD_TESTS = ["tests/e2e/test_daemonset_pod.py", "tests/e2e/test_daemonset_pod_plants.py"]
+POD_TESTS = ["tests/e2e/test_daemonset_pod.py", "tests/e2e/test_daemonset_pod_plants.py",
+             "tests/e2e/test_daemonset_pod_quiet.py"]
 
 
 def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = None,

@@ -59,7 +59,8 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                  hotplug_interval: float = 2.0, cgroup_root: str = default_paths.CGROUP_ROOT,
                  verify_period: float = 5.0, kernel_updates: bool = True,
                  start_grace: float = 120.0, systemd_units: bool = True,
-                 quiet_journal: str | None = default_paths.QUIET_JOURNAL) -> Daemon:
+                 quiet_journal: str | None = default_paths.QUIET_JOURNAL,
+                 proc_root: str = "/proc") -> Daemon:
     """Return the NRI plugin daemon: engine + NRI handler + session + update task, all
     reporting to one set of metrics.
 
@@ -82,7 +83,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     not seen to
     start are asked about over CRI at ``cri_socket`` and give their CPUs back when they will
     not run (created ``start_grace`` seconds ago and not started, or their start failed).
-    Quiet CPUs (issue 43) are written under /proc and the topology's sysfs, their originals
+    Quiet CPUs (issue 43) are written under ``proc_root`` and the topology's sysfs, their originals
     journaled in ``quiet_journal`` (``None``: requests are kept, nothing is written).
     """
     # Imported here: the dry-run commands never pay for protobuf and the NRI stack.
@@ -162,11 +163,11 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
                   start_probe=probe, publisher=publisher, events=events,
                   locate_devices=_device_locator(_sysfs_root(topology_source)),
                   request_budget=scopes.budget,
-                  quiet=_quiet(service, _sysfs_root(topology_source), quiet_journal,
-                               metrics))
+                  quiet=_quiet(service, Path(proc_root), _sysfs_root(topology_source),
+                               quiet_journal, metrics))
 
 
-def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
+def _quiet(service: PlacementService, proc_root: Path, sysfs_root: Path, journal: str | None,
            metrics: PluginMetrics) -> QuietLoop | None:
     """The node's quiet CPUs behind the service's port, and the loop that reconciles them."""
     from cpuset_adapters.quiet.applier import QuietApplier  # noqa: PLC0415
@@ -182,8 +183,10 @@ def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
     except JournalError as exc:  # not guessed at: the operator puts back what it lists
         logging.getLogger("nri_cpuset.quiet").error("quiet CPUs off: %s", exc)
         return None
+    # irqbalance is found among this process's own /proc (the host's with hostPID), while
+    # the interrupts are written where --proc-root says (a pod gets the host's /proc/irq).
     daemons = IrqbalanceTeller(Irqbalances("/proc", sysfs_root, "/run"), originals)
-    service.quiet.node = QuietApplier(QuietHost("/proc", sysfs_root), originals, daemons)
+    service.quiet.node = QuietApplier(QuietHost(proc_root, sysfs_root), originals, daemons)
     return QuietLoop(service, metrics.quiet_files, metrics.quiet_repairs)
 
 

@@ -73,6 +73,15 @@ class Rejection:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedQuiet:
+    """A container's quiet-CPU request as the dry run keeps it: whether the node can give it
+    is known only on the node (``inspect``)."""
+
+    keys: list[str]
+    asks: str
+
+
+@dataclass(frozen=True, slots=True)
 class StepView:
     """One container starting (``create``) or an init container finishing (``exit``)."""
 
@@ -91,6 +100,8 @@ class StepView:
     rejected: Rejection | None = None
     moves: list[MoveView] = field(default_factory=list)
     shared_pool: PoolChangeView | None = None
+    quiet: PlannedQuiet | None = None
+    """Its quiet-CPU request, kept (``None``: none, or ignored: ``reason`` says why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +147,14 @@ def _create(runtime: bootstrap.DryRun, pod: PodSpec, container: ContainerSpec,
     placement = plan.placement
     assert placement is not None  # a create plan always places its container
     assert plan.container_id is not None
-    kind = plan.result.entries[plan.container_id].label  # reserved, mixed, or the kind
-    return StepView(**common, kind=kind, cpus=placement.cpus.format(),
+    entry = plan.result.entries[plan.container_id]
+    quiet = (None if entry.quiet is None
+             else PlannedQuiet(keys=list(entry.quiet.keys), asks=entry.quiet.describe()))
+    # The label: reserved, mixed, or the kind.
+    return StepView(**common, kind=entry.label, cpus=placement.cpus.format(),
                     mems=placement.mems.format() if placement.mems is not None else None,
-                    reason=plan.reason, moves=_moves(plan), shared_pool=_pool(plan))
+                    reason=plan.reason, moves=_moves(plan), shared_pool=_pool(plan),
+                    quiet=quiet)
 
 
 def _exit(runtime: bootstrap.DryRun, pod: PodSpec, container: ContainerSpec,

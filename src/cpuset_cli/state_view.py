@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import cattrs
 
-from cpuset_core import EMPTY, CPUSet, CpusetEngine, Entry, Ledger
+from cpuset_cli.quiet_view import NodeQuietView, QuietView, container_quiet, node_quiet
+from cpuset_core import EMPTY, CPUSet, CpusetEngine, Entry, Ledger, QuietState
 
 SCHEMA_VERSION = 1
 SLICE = 50
@@ -38,6 +39,8 @@ class ContainerView:
     history: list[str] = field(default_factory=list)
     devices: str = ""
     """The NUMA nodes of its devices (``Entry.near``); "" without a device hint."""
+    quiet: QuietView | None = None
+    """Its quiet-CPU request and what became of it (``None``: it asked none that counts)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,8 @@ class StateView:
     ``updates_on_responses``, ``max_updates_per_container``, ``update_failures``,
     ``drift_repaired`` and ``drift_unrepaired`` (containers synchronizes found off their
     placement and corrected, or could not correct; see ``cpuset_core.drift``)."""
+    quiet: NodeQuietView = field(default_factory=NodeQuietView)
+    """The node's quiet CPUs as the daemon's last pass left them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,12 @@ class StatusInputs:
     history: Mapping[str, Sequence[str]] = field(default_factory=dict)
     stats: Mapping[str, int] = field(default_factory=dict)
     kernel_drift: Mapping[str, str] = field(default_factory=dict)
+    quiet_applied: QuietState | None = None
+    """The quiet state the node was last made (``None``: no pass yet, or quiet CPUs off)."""
+    quiet_notes: tuple[Sequence[str], Sequence[str]] = ((), ())
+    """That pass's skipped files and problems."""
+    quiet_unmet: Mapping[str, str] = field(default_factory=dict)
+    """Why each container's quiet-CPU request was not given, as its admission found."""
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
@@ -139,7 +150,7 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         views = []
         for cid in ids[start:start + SLICE]:
             view, cpus = _container(cid, ledger.entries[cid], pool, committed.reserved_pool,
-                                    inputs.history)
+                                    inputs)
             views.append(view)
             known = inputs.known.get(cid)
             if known is not None and known != cpus:
@@ -155,18 +166,21 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         "drift": drift, "kernel_drift": dict(sorted(inputs.kernel_drift.items())),
         "pending_updates": sorted(inputs.pending), "records_lagging": sorted(inputs.records),
         "draining": committed.draining.format(),
-        "stats": dict(inputs.stats)}
+        "stats": dict(inputs.stats),
+        "quiet": _converter.unstructure(node_quiet(inputs.quiet_applied, *inputs.quiet_notes))}
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 
 
 def _container(cid: str, entry: Entry, pool: CPUSet, reserved: CPUSet,
-               history: Mapping[str, Sequence[str]]) -> tuple[ContainerView, CPUSet]:
+               inputs: StatusInputs) -> tuple[ContainerView, CPUSet]:
     cpus = entry.runs_on(pool, reserved)
     return ContainerView(
         id=cid, subject=entry.subject, kind=entry.label, cpus=cpus.format(),
         mems=entry.mems.format() if entry.mems is not None else None, request=entry.request,
-        reason=entry.reason, history=list(history.get(cid, ())),
-        devices=entry.near.format()), cpus
+        reason=entry.reason, history=list(inputs.history.get(cid, ())),
+        devices=entry.near.format(),
+        quiet=container_quiet(cid, entry, inputs.quiet_applied,
+                              inputs.quiet_unmet.get(cid, ""))), cpus
 
 
 _converter = cattrs.Converter()

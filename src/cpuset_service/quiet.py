@@ -69,6 +69,10 @@ class QuietCpus:
         self.node = node
         self.applied: QuietState | None = None
         """The state the node was last made (``None``: not yet, in this process)."""
+        self.last: QuietResult | None = None
+        """What that pass did (``inspect`` shows what it skipped and what failed)."""
+        self.unmet: dict[str, str] = {}
+        """Why each live container's request was not given (best effort), by container id."""
 
     def checked(self, plan: Plan, unmet: Unmet) -> Plan:
         """``plan``, its reason saying why the container's request cannot be met here when it
@@ -82,12 +86,14 @@ class QuietCpus:
             return plan
         if unmet is Unmet.REFUSE:
             raise QuietCpusUnavailableError(entry.subject, entry.quiet.keys, why)
+        self.unmet[entry.container_id] = "; ".join(why)
         return replace(plan, reason=f"{plan.reason}; quiet CPUs not given (best effort): "
                                     f"{'; '.join(why)}")
 
     def wanted(self, ledger: Ledger) -> QuietState | None:
         """The state the node must be made, or ``None`` when it already is."""
         state = quiet_state(ledger.entries.values())
+        self.unmet = {cid: why for cid, why in self.unmet.items() if cid in ledger.entries}
         return None if state == self.applied else state
 
     def apply(self, state: QuietState, online: CPUSet) -> QuietResult | None:
@@ -96,5 +102,5 @@ class QuietCpus:
         if self.node is None:
             return None
         result = self.node.apply(state, online)
-        self.applied = state
+        self.applied, self.last = state, result
         return result

@@ -56,12 +56,15 @@ def import_daemonset_image(lab: LabContainerd) -> str:
 def translated(lab: LabContainerd, root: Path, image: str, *,
                edit: Callable[[dict[str, Any]], None] | None = None,
                drop_host_paths: tuple[str, ...] = (),
-               host_paths: Mapping[str, Path] | None = None) -> DaemonSetPod:
+               host_paths: Mapping[str, Path] | None = None,
+               components: tuple[str, ...] = ()) -> DaemonSetPod:
     """``deploy/kubernetes`` rendered and translated for the lab (a fresh pod: new uid and
     name); ``edit`` changes the rendered DaemonSet first (a plant), ``drop_host_paths`` the
-    host paths it no longer mounts, ``host_paths`` the lab's paths replaced (a node's real
-    one where the lab may use it: the VM's system bus)."""
-    rendered = render(user_overlay(root, image))
+    host paths it no longer mounts, ``host_paths`` the lab's paths replaced or added (a node's
+    real one where the lab may use it: the VM's system bus, the quiet-cpus component's
+    ``/proc/irq``), ``components`` those of ``deploy/kubernetes/components`` the user's
+    overlay adds."""
+    rendered = render(user_overlay(root, image, components))
     if edit is not None:
         documents = [d for d in yaml.safe_load_all(rendered) if d]
         edit(next(d for d in documents if d["kind"] == "DaemonSet"))
@@ -72,16 +75,19 @@ def translated(lab: LabContainerd, root: Path, image: str, *,
     return translate(rendered, lab_node(lab, root, image=image, host_paths=paths))
 
 
-def user_overlay(root: Path, image: str) -> Path:
+def user_overlay(root: Path, image: str, components: tuple[str, ...] = ()) -> Path:
     """The overlay docs/operations.md's install step 2 has a user write, naming ``image``
-    (``REPOSITORY:TAG``): what ``kubectl apply -k`` renders is what the pod runs."""
+    (``REPOSITORY:TAG``) and adding ``components``: what ``kubectl apply -k`` renders is what
+    the pod runs."""
     repository, _, tag = image.rpartition(":")
-    overlay = root / f"overlay-{tag}"
+    overlay = root / "-".join((f"overlay-{tag}", *components))
     overlay.mkdir(parents=True, exist_ok=True)
     base = os.path.relpath(ROOT / "deploy/kubernetes", overlay)  # kustomize: never absolute
+    added = ", ".join(f"{base}/components/{name}" for name in components)
     (overlay / "kustomization.yaml").write_text(
         f"resources: [{base}]\n"
-        f"images: [{{name: nri-cpuset, newName: {repository}, newTag: {tag}}}]\n")
+        f"images: [{{name: nri-cpuset, newName: {repository}, newTag: {tag}}}]\n"
+        + (f"components: [{added}]\n" if components else ""))
     return overlay
 
 

@@ -84,7 +84,7 @@ class QuietApplier:
         except OSError as exc:
             if fresh:
                 self.journal.forget(path)  # unchanged: nothing to put back
-            if kernel_managed(exc) and path.endswith("smp_affinity_list"):
+            if kernel_managed(exc, path) and path.endswith("smp_affinity_list"):
                 self._managed.add(path)
                 report.skipped.append(_managed_note(path))
             else:

@@ -8,6 +8,7 @@ import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.quiet_request import Quiet
@@ -83,6 +84,10 @@ class QuietHost:
                 why.append(f"idle states: no cpuidle states for CPU(s) {missing}")
             if fixed:  # a read-only /sys, as the DaemonSet mounts it
                 why.append(f"idle states: cpuidle of CPU(s) {fixed} is read-only here")
+            elif cpus - missing and not capable(CAP_SYS_ADMIN):
+                # The kernel's cpuidle store checks it whatever the file's mode (EPERM).
+                why.append("idle states: disabling one needs CAP_SYS_ADMIN, which this "
+                           "process lacks")
         if quiet.governor is not None:
             for cpu in cpus:
                 available = self.governors_available(cpu)
@@ -108,6 +113,25 @@ class QuietHost:
             os.close(fd)
 
 
-def kernel_managed(exc: OSError) -> bool:
-    """Whether a refused affinity write is the kernel's own (managed vectors answer EIO)."""
-    return exc.errno == errno.EIO
+def kernel_managed(exc: OSError, path: str = "") -> bool:
+    """Whether a refused affinity write is the kernel's own. Managed vectors answer EIO on some
+    kernels; on others (6.x: ``irq_can_set_affinity_usr``) their files are mode 0444 and root's
+    write gets EPERM, while a process without CAP_DAC_OVERRIDE (the DaemonSet's) is refused
+    with EACCES before the kernel is asked."""
+    if exc.errno in (errno.EIO, errno.EPERM):
+        return True
+    try:
+        return exc.errno == errno.EACCES and not os.stat(path).st_mode & 0o222
+    except OSError:
+        return False
+
+
+CAP_SYS_ADMIN: Final = 21
+
+
+def capable(bit: int, status: str | Path = "/proc/self/status") -> bool:
+    """Whether this process has capability ``bit`` in its effective set (``CapEff``)."""
+    for line in Path(status).read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> bit & 1)
+    return False

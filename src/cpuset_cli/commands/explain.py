@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
-from cpuset_cli import state_view
+from cpuset_cli import quiet_view, state_view
 from cpuset_cli.commands.bad_input import fail
 
 
@@ -15,8 +15,8 @@ from cpuset_cli.commands.bad_input import fail
               help="The daemon's status socket (`run --status-socket`).")
 def explain(container: str, status_socket: str) -> None:
     """Explain why CONTAINER (an id, a unique id prefix, or namespace/pod/container) has its
-    CPUs: its classification with the facts that decided it, the allocation step, and every
-    move it went through.
+    CPUs: its classification with the facts that decided it, the allocation step, its quiet-CPU
+    request and what became of it, and every move it went through.
 
     \b
     Example:
@@ -43,6 +43,11 @@ def explain(container: str, status_socket: str) -> None:
     if found.devices:
         click.echo(f"  devices: on NUMA node {found.devices} (its exclusive CPUs are taken "
                    f"there when they fit; a pin keeps what it asked)")
+    if found.quiet is not None:
+        for line in quiet_view.text_lines(found.quiet):
+            click.echo(line)
+        for note in view.quiet.problems:  # what the node's last pass could not do
+            click.echo(f"         the node's last pass: {note}")
     if found.kind in ("shared", "mixed"):
         click.echo(f"         the shared pool is online ({view.online}) minus pinned and "
                    f"exclusive CPUs (and isolated ones): {view.shared_pool}")

@@ -7,7 +7,7 @@ import json
 import click
 
 from cpuset_adapters.status_socket import DEFAULT_STATUS_SOCKET, read_status
-from cpuset_cli import render, state_view
+from cpuset_cli import quiet_view, render, state_view
 from cpuset_cli.commands.bad_input import fail
 
 
@@ -20,7 +20,8 @@ def inspect(status_socket: str, output: str) -> None:
     """Show the running daemon's live state: every container with its kind, cpus and mems; the
     pinned CPUs with their reference counts and the exclusive CPUs with their owners; the shared
     pool; drift (containers whose last known cpuset differs from the ledger); and the
-    containers the verifier found off their placement in the kernel's cgroup files.
+    containers the verifier found off their placement in the kernel's cgroup files; each quiet-CPU
+    request (given, not given and why, or pending) and what the node's last pass made quiet.
 
     \b
     Example:
@@ -67,4 +68,7 @@ def _render(view: state_view.StateView) -> None:
     subjects = {c.id: c.subject for c in view.containers}
     trailer.extend(f"off its placement in the kernel: {subjects.get(cid, cid[:12])}: {what}"
                    for cid, what in view.kernel_drift.items())
+    trailer.extend(f"quiet: {c.subject}: {c.quiet.asks} ({', '.join(c.quiet.keys)}): "
+                   f"{quiet_view.summary(c.quiet)}" for c in view.containers if c.quiet)
+    trailer.extend(quiet_view.node_lines(view.quiet))
     click.echo(render.text(*lines, table, *trailer))

@@ -39,6 +39,11 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
               help="Two digits; plugins run in index order, so 99 sees other plugins' changes.")
 @click.option("--sysfs-root", default="/sys", show_default=True,
               type=click.Path(exists=True, file_okay=False))
+@click.option("--proc-root", default="/proc", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Where the host's procfs is: quiet CPUs write interrupt affinities under "
+                   "PROC_ROOT/irq (a container's own /proc/irq is read-only; the DaemonSet's "
+                   "quiet-cpus component mounts the host's at /host/proc/irq).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True, help="Overrides observability.log_level.")
 @click.option("--cri-socket", default=default_paths.CRI_SOCKET, show_default=True,
@@ -70,7 +75,8 @@ def _explicit_flags(ctx: click.Context, values: dict[str, object]) -> dict[str, 
               help="Read (if readable) to tell why the NRI socket is missing.")
 @click.pass_context
 def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin_index: str,
-        sysfs_root: str, containerd_config: str, quiet_journal: str, **flags: object) -> None:
+        sysfs_root: str, proc_root: str, containerd_config: str, quiet_journal: str,
+        **flags: object) -> None:
     """Run as an NRI plugin: pin every container the runtime creates.
 
     Connects to the runtime's NRI socket (reconnecting with backoff when it restarts), or, when
@@ -90,7 +96,8 @@ def run(ctx: click.Context, /, config_path: str | None, plugin_name: str, plugin
 
     request = serve.RunRequest(config_path=config_path, overrides=_explicit_flags(ctx, flags),
                                plugin_name=plugin_name, plugin_index=plugin_index,
-                               sysfs_root=sysfs_root, containerd_config=containerd_config,
+                               sysfs_root=sysfs_root, proc_root=proc_root,
+                               containerd_config=containerd_config,
                                environ=os.environ, quiet_journal=quiet_journal or None)
     sys.exit(serve.run(request, lambda message: click.echo(message, err=True)))
 

@@ -97,7 +97,14 @@ class Introspection:
             stats=self.service.statistics.snapshot(),
             kernel_drift={m.container_id: f"{m.describe()} (re-sent {sends}×)"
                           for m, sends in self.verifier.drifting()}
-            if self.verifier is not None else {})
+            if self.verifier is not None else {},
+            quiet_applied=self.service.quiet.applied, quiet_notes=self._quiet_notes(),
+            quiet_unmet=dict(self.service.quiet.unmet))
+
+    def _quiet_notes(self) -> tuple[list[str], list[str]]:
+        """The last quiet-CPU pass's skipped files and problems."""
+        last = self.service.quiet.last
+        return ([], []) if last is None else (list(last.skipped), list(last.problems))
 
     async def snapshot(self) -> bytes:
         """The live state document (``nri-cpuset inspect``), made a slice at a time so that

@@ -38,6 +38,8 @@ class RunRequest:
     environ: Mapping[str, str]
     quiet_journal: str | None = default_paths.QUIET_JOURNAL
     """``--quiet-journal``: quiet CPUs' originals (``None``: quiet CPUs off)."""
+    proc_root: str = "/proc"
+    """``--proc-root``: the procfs whose ``irq/`` quiet CPUs write (the host's, mounted)."""
 
 
 def configure_logging(observability: Observability) -> Callable[[str], None]:
@@ -89,7 +91,8 @@ def run(request: RunRequest, fail: Callable[[str], None]) -> int:
         daemon = bootstrap.build_daemon(bootstrap.sysfs_topology(request.sysfs_root),
                                         environ=request.environ, name=request.plugin_name,
                                         index=request.plugin_index, config=live,
-                                        quiet_journal=request.quiet_journal)
+                                        quiet_journal=request.quiet_journal,
+                                        proc_root=request.proc_root)
     except (ValueError, TopologyError) as exc:
         fail(f"error: {exc}")
         return EXIT_BAD_INPUT

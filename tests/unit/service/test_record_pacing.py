@@ -14,7 +14,7 @@ from cpuset_core import ContainerUpdate
 from cpuset_service import pusher as pusher_module
 from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
-from tests.unit.service.test_kernel_first import FakeKernel, _five_shared_and_pg
+from tests.unit.service.fast_path import FakeKernel, five_shared_and_pg
 
 DEADLINE = 30.0
 """A hang guard, never a judge of speed."""
@@ -59,7 +59,7 @@ def run_pusher(service: PlacementService,
 
 
 def test_record_calls_wait_for_their_pace_and_go_one_container_each_once_it_allows() -> None:
-    _, service = _five_shared_and_pg(FakeKernel())
+    _, service = five_shared_and_pg(FakeKernel())
     pusher = service.pusher
     gate = Gate()
     pusher.pace.may_send = gate.may_send  # type: ignore[method-assign]
@@ -77,7 +77,7 @@ def test_record_calls_wait_for_their_pace_and_go_one_container_each_once_it_allo
 
 
 def test_the_pace_is_asked_again_before_every_record_call() -> None:
-    _, service = _five_shared_and_pg(FakeKernel())
+    _, service = five_shared_and_pg(FakeKernel())
     pusher = service.pusher
     gate = Gate()
     gate.open = True
@@ -97,7 +97,7 @@ def test_the_pace_is_asked_again_before_every_record_call() -> None:
 
 def test_what_the_kernel_refused_is_not_held_back_by_the_record_pace() -> None:
     refused = "id-app0-0123456789"
-    handler, service = _five_shared_and_pg(FakeKernel(refuse=frozenset({refused})))
+    handler, service = five_shared_and_pg(FakeKernel(refuse=frozenset({refused})))
     gate = Gate()
     service.pusher.pace.may_send = gate.may_send  # type: ignore[method-assign]
     db = pod("db")
@@ -112,7 +112,7 @@ def test_what_the_kernel_refused_is_not_held_back_by_the_record_pace() -> None:
 
 
 def test_where_calls_of_its_own_are_safe_no_record_rides_on_an_answer() -> None:
-    handler, service = _five_shared_and_pg(FakeKernel())
+    handler, service = five_shared_and_pg(FakeKernel())
     service.pusher.may_send_records = lambda: True  # NRI v0.12.1 or later
     late = pod("late", qos="burstable")
     _, updates = handler.on_create_container(late, container("late", late))
@@ -123,7 +123,7 @@ def test_where_calls_of_its_own_are_safe_no_record_rides_on_an_answer() -> None:
 def test_where_they_could_deadlock_records_still_ride_one_per_answer_and_never_in_a_call(
         ) -> None:
     """Decision 51 unchanged: the pace never lets a record out where calls are unsafe."""
-    handler, service = _five_shared_and_pg(FakeKernel())
+    handler, service = five_shared_and_pg(FakeKernel())
     pusher = service.pusher
     pusher.may_send_records = lambda: False
     gate = Gate()

@@ -67,18 +67,13 @@ class Sample:
     create: float
     start: float
     sharing: int
-    calls: list[tuple[float, int]] = field(default_factory=list)
-    """Each UpdateContainers after the creation's answer: (seconds after it, containers)."""
-    start_done: float = 0.0
-    """Seconds from the creation's answer to the start's return."""
-    growth: list[tuple[float, int]] = field(default_factory=list)
-    """Each UpdateContainers after the stop's answer: (seconds after it, containers)."""
+    calls: list[tuple[float, int]] = field(default_factory=list)  # (s after the answer, n)
+    start_done: float = 0.0  # seconds from the creation's answer to the start's return
+    growth: list[tuple[float, int]] = field(default_factory=list)  # the same after the stop
     waits: list[float] = field(default_factory=list)
     """Seconds its runp, create and start waited for the NRI lock behind the plugin's calls."""
-    rode: int = 0
-    """Shared containers whose record rode on an answer from its runp to its records' end."""
-    rode_growth: int = 0
-    """The same from its stop to its growth's records' end."""
+    rode: int = 0  # records that rode on an answer, from its runp until all were sent
+    rode_growth: int = 0  # the same from its stop
 
 
 class EmulatedContainerd:
@@ -86,10 +81,8 @@ class EmulatedContainerd:
 
     def __init__(self, rt: RuntimeDouble, runc_update: float, plugged: bool) -> None:
         self.rt, self.runc_update, self.plugged = rt, runc_update, plugged
-        self.waited = 0.0
-        """Seconds events waited for the NRI lock (held only by the plugin's calls here)."""
-        self.riding: set[str] = set()
-        """Containers whose update rode on an answer (since the caller last cleared it)."""
+        self.waited = 0.0  # seconds events waited for the lock: only the plugin's calls hold it
+        self.riding: set[str] = set()  # whose update rode on an answer since last cleared
 
     async def event(self, event: int, method: str, request: object) -> bytes:
         """One NRI event under containerd's lock; the updates an answer carries applied there."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cpuset_adapters.nri.handler_port import RuntimeInfo
+from cpuset_adapters.nri.handler_port import Event, RuntimeInfo
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_cli.daemon.plugin import QUIET, Daemon
@@ -56,8 +56,20 @@ def test_the_daemon_paces_records_by_the_starts_it_waits_for_and_the_runtime_s_q
     built.handler.on_create_container(web, app)
     assert pace.holding()  # created, not started
     built.handler.on_start_container(web, app)
-    quiet[0] = RECORD_QUIET / 2  # the start's tail (runc start, PostStartContainer)
+    assert pace.holding()  # its task starts: PostStartContainer says when that is done
+    built.handler.on_post_start_container(web, app)
+    quiet[0] = RECORD_QUIET / 2
     assert not pace.holding()
     assert not pace.may_send()
     quiet[0] = RECORD_QUIET
     assert pace.may_send()
+
+
+def test_on_an_older_runtime_a_start_does_not_wait_for_a_post_start_it_never_gets() -> None:
+    built = daemon(pre_installed=False, nri_version="", quiet_for=3600.0)
+    assert Event.POST_START_CONTAINER not in built.handler.subscribed_events()
+    web = pod("web", qos="guaranteed")
+    app = container("app", web, cpus=1)
+    built.handler.on_create_container(web, app)
+    built.handler.on_start_container(web, app)
+    assert not built.service.pusher.pace.holding()

@@ -84,12 +84,42 @@ def test_a_container_that_never_starts_holds_the_records_back_at_most_the_hold_l
     assert pace.holding()
 
 
-def test_a_reset_forgets_when_containers_were_first_seen_waiting() -> None:
+def test_a_reset_forgets_what_waited_and_what_was_starting() -> None:
     runtime = Runtime()
     pace = runtime.pace()
     runtime.call(created="old")
     assert pace.holding()
     runtime.now += HOLD_LIMIT
     assert not pace.holding()
+    pace.starting("other")
     pace.reset()  # the connection went; after the rebuild it waits afresh
     assert pace.holding()
+    runtime.waiting.clear()
+    assert not pace.holding()  # "other" was forgotten
+
+
+def test_where_the_runtime_says_when_a_start_has_gone_by_the_records_wait_for_it() -> None:
+    runtime = Runtime()
+    pace = runtime.pace()
+    runtime.call(created="int")
+    runtime.call(started="int")
+    pace.starting("int")  # StartContainer, with PostStartContainer subscribed
+    runtime.now += RECORD_QUIET * 4  # a slow runc start: quiet, but the start is not over
+    assert pace.holding()
+    runtime.call()
+    pace.started("int")  # PostStartContainer
+    assert not pace.holding()
+    runtime.now += RECORD_QUIET
+    assert pace.may_send()
+
+
+def test_a_start_whose_post_start_never_comes_holds_them_back_at_most_the_hold_limit() -> None:
+    runtime = Runtime()
+    pace = runtime.pace()
+    pace.starting("lost")
+    runtime.now += HOLD_LIMIT - 0.01
+    assert pace.holding()
+    runtime.now += 0.01
+    assert not pace.holding()
+    runtime.now += HOLD_LIMIT
+    assert not pace.holding()  # forgotten, not held again

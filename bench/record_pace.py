@@ -49,16 +49,14 @@ from cpuset_lab.cgroups import online_cpus  # noqa: E402
 from cpuset_lab.plugin_process import PluginProcess  # noqa: E402
 
 CGROUPS = Path("/sys/fs/cgroup/cpuset/nri-record-pace")
-SANDBOX = 0.20
-"""Seconds a sandbox's start takes outside the NRI lock (emulated)."""
+SANDBOX = 0.20  # seconds a sandbox's start takes outside the NRI lock (emulated)
 CREATE_WORK = 0.05
 """Seconds between CreateContainer and PostCreateContainer outside the lock (emulated)."""
 RUNC_CREATE = 0.08
 """Seconds of a start before its StartContainer event: the task's runc create (emulated)."""
 RUNC_START = 0.02
 """Seconds between StartContainer and PostStartContainer: the task's runc start (emulated)."""
-SETTLE = 120.0
-"""A hang guard for the records to arrive, never a judge of speed."""
+SETTLE = 120.0  # a hang guard for the records to arrive, never a judge of speed
 
 
 @dataclass
@@ -70,8 +68,7 @@ class Sample:
     calls: list[tuple[float, int]] = field(default_factory=list)  # (s after the answer, n)
     start_done: float = 0.0  # seconds from the creation's answer to the start's return
     growth: list[tuple[float, int]] = field(default_factory=list)  # the same after the stop
-    waits: list[float] = field(default_factory=list)
-    """Seconds its runp, create and start waited for the NRI lock behind the plugin's calls."""
+    waits: list[float] = field(default_factory=list)  # runp/create/start: s behind our calls
     rode: int = 0  # records that rode on an answer, from its runp until all were sent
     rode_growth: int = 0  # the same from its stop
 
@@ -308,11 +305,14 @@ def main() -> int:
           f"runc update {args.runc_update * 1000:.0f} ms under the lock; "
           f"{args.samples} integer pods per row; ms over the floor's p50 after each p50")
     modes = ["floor", "after"] + (["before"] if args.before else [])
-    with tempfile.TemporaryDirectory(prefix="nri-pace-") as tmp:
-        for count in args.shared:
-            results = {mode: asyncio.run(measure(Path(tmp), count, mode, args))
-                       for mode in modes}
-            report(count, results)
+    try:
+        with tempfile.TemporaryDirectory(prefix="nri-pace-") as tmp:
+            for count in args.shared:
+                report(count, {mode: asyncio.run(measure(Path(tmp), count, mode, args))
+                               for mode in modes})
+    finally:  # the fake containers' cgroups (empty: no task ever joined them)
+        for directory in (*CGROUPS.glob("c*/"), CGROUPS):
+            directory.rmdir()
     return 0
 
 

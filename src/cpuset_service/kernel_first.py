@@ -23,9 +23,10 @@ _log = logging.getLogger("nri_cpuset.kernel")
 # How the background pusher paces the fast path's work (it imports these).
 KERNEL_CHUNK = 50
 """Containers written into the kernel between two returns to the event loop (about 1 ms)."""
-RECORD_BATCH = 2
+RECORD_BATCH = 1
 """Record-only updates (the kernel has them already) per UpdateContainers call: each holds the
-runtime's NRI lock for a runc update or two (13-25 ms each), not for a whole batch."""
+runtime's NRI lock for one runc update (13-25 ms), which is what a CRI call the plugin cannot
+see coming (another pod's RunPodSandbox) may wait for (issue 45)."""
 RECORD_GAP = 0.05
 """Seconds between two record-only calls, for the runtime's other calls to get the lock."""
 RECORD_PER_ANSWER = 1

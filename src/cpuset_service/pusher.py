@@ -10,8 +10,8 @@ target is skipped. How a batch reaches the runtime is the adapter's (``Sender``)
 
 With the kernel fast path (:class:`KernelFirst`) a dirty container is written into the kernel
 at once (no runtime lock is involved); only the runtime's *record* then lags, and follows in
-small paced batches, so catching up on 500 containers never holds another CRI call for more
-than a runc update or two — or, on a runtime whose NRI locks can deadlock on such a call
+small paced calls that never go while a creation or a start is under way (:mod:`record_pace`)
+and no longer ride on answers — or, on a runtime whose NRI locks can deadlock on such a call
 (decision 51), rides only on the answers to the runtime's own calls. What the kernel refuses
 goes through the runtime as before."""
 
@@ -32,6 +32,7 @@ from cpuset_service.kernel_first import (
     KernelFirst,
 )
 from cpuset_service.observer import NO_OBSERVER, Observer
+from cpuset_service.record_pace import RecordPace
 
 Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
 """Sends one batch of live updates to the runtime; raises when it is not applied."""
@@ -81,10 +82,11 @@ class UpdatePusher:
         """What was last written into each container's cgroup (fast path)."""
         self._kernel_wake = asyncio.Event()
         self.may_send_records: Callable[[], bool] = lambda: True
-        """Whether a record-only update may go in a call of the plugin's own. Where the
-        runtime's NRI takes its two locks in both orders (containerd 1.7 and 2.1, NRI before
-        v0.12.1) such a call can deadlock the runtime's NRI for good (decision 51): the
-        composition root says so, and records then ride on answers only."""
+        """Whether a record-only update may go in a call of the plugin's own: not where such a
+        call can deadlock the runtime's NRI for good (NRI before v0.12.1, decision 51), where
+        records ride on answers only. Where it may, they never ride on answers."""
+        self.pace = RecordPace()
+        """When a record-only call of the plugin's own may go (wired by the daemon)."""
 
     def mark_dirty(self, container_ids: Iterable[str]) -> None:
         """Ask for these containers to be brought to their committed placement (from a hook:
@@ -164,11 +166,11 @@ class UpdatePusher:
         self._kernel.clear()
         self._sent.clear()
         self._wake.clear()
+        self.pace.reset()
 
     def pending(self) -> frozenset[str]:
-        """Containers whose placement is still to go out by itself: to the kernel, or to the
-        runtime in a call of the plugin's own. Records that wait for an answer to ride on
-        (:attr:`may_send_records` false) are not among them: :meth:`record_pending` has them."""
+        """Containers whose placement is still to go out by itself (kernel, or a call of the
+        plugin's own); not records that wait for an answer to ride on (:meth:`record_pending`)."""
         records = self._record if self.may_send_records() else set()
         return frozenset(self._dirty | self._unwritten | records)
 
@@ -193,18 +195,18 @@ class UpdatePusher:
         return batch
 
     def take_for_answer(self, exclude: set[str], *, answered: set[str]) -> list[ContainerUpdate]:
-        """Return what is pending for containers not in ``exclude`` (each container may appear
-        once in an answer), at most :data:`MAX_BATCH`, to ride on the answer the runtime is
-        waiting for: it applies those without the lock-order risk of a call of our own. They
-        count as sent; so do the ``answered`` containers, which the answer sets to their
-        placement already."""
+        """Return what is pending for containers not in ``exclude`` (once each), at most
+        :data:`MAX_BATCH`, to ride on the answer the runtime waits for (no lock-order risk).
+        They count as sent; so do ``answered``, which the answer sets already."""
         self._dirty -= answered
         self._record -= answered
         # One being sent in the background is left to that send (settled when it returns).
         busy = exclude | self._in_flight.keys()
         batch = self._take(self._dirty, busy, MAX_BATCH)
         busy |= {u.container_id for u in batch}
-        batch += self._take(self._record, busy, RECORD_PER_ANSWER)
+        # Where records go in calls of our own they never lengthen an answer (issue 45).
+        batch += self._take(self._record, busy,
+                            0 if self.may_send_records() else RECORD_PER_ANSWER)
         for update in batch:
             self._sent[update.container_id] = (update.cpus, update.mems)
         return batch
@@ -238,11 +240,9 @@ class UpdatePusher:
         return batch
 
     async def run(self, send: Sender, *, quiet: Callable[[], bool] = lambda: True) -> None:
-        """Send batches until cancelled; a failed batch is retried with exponential backoff
-        (everything this task sends is a release or a repair, so retrying is safe). A batch
-        waits until ``quiet()`` (no runtime call for a while); meanwhile what is pending may
-        ride on answers instead (:meth:`take_for_answer`). Kernel writes (fast path) run
-        beside it, without waiting for a quiet runtime."""
+        """Send batches until cancelled, a failed one retried with backoff (releases and
+        repairs: safe to retry). A batch waits for ``quiet()``, records also for their pace;
+        meanwhile they may ride on answers. Kernel writes run beside it, without waiting."""
         await asyncio.gather(self._send_forever(send, quiet), self._write_kernel_forever())
 
     async def _write_kernel_forever(self) -> None:
@@ -265,7 +265,8 @@ class UpdatePusher:
             self._wake.clear()
             if not self._dirty and not self.may_send_records():
                 continue  # the records ride on answers (take_for_answer)
-            while not quiet():
+            # Records wait for their pace (no creation or start under way), asked per call.
+            while not quiet() or (not self._dirty and not self.pace.may_send()):
                 await asyncio.sleep(QUIET_POLL)
             record_only = not self._dirty
             if record_only and not self.may_send_records():

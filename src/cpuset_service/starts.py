@@ -157,6 +157,11 @@ class StartCases:
         self._journal.rejected("reject start", error, container_id, None)
         raise error
 
+    def unstarted(self) -> frozenset[str]:
+        """Containers placed and not seen to start (ids only: asked often, while records
+        wait for their pace)."""
+        return self._tracker.waiting
+
     # -- what a probe read --
 
     def waiting(self) -> dict[str, str]:

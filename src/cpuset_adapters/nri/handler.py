@@ -36,6 +36,7 @@ from dataclasses import replace
 
 from cpuset_adapters.device_locality import LocateDevices
 from cpuset_adapters.nri import translate
+from cpuset_adapters.nri.deadlock import locks_are_safe
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import AdmissionError, ContainerFacts
@@ -73,7 +74,12 @@ class CpusetNriHandler:
         self.runtime: RuntimeInfo | None = None
 
     def subscribed_events(self) -> frozenset[Event]:
-        return EVENTS
+        """:data:`EVENTS`, and PostStartContainer where the plugin calls UpdateContainers itself
+        (NRI v0.12.1 or later): the runtime's records wait until a start has gone by."""
+        return EVENTS | {Event.POST_START_CONTAINER} if self._sees_starts_end() else EVENTS
+
+    def _sees_starts_end(self) -> bool:
+        return self.runtime is not None and locks_are_safe(self.runtime.nri_version)
 
     def on_configure(self, info: RuntimeInfo) -> None:
         self.runtime = info  # the session logged the Configure
@@ -129,6 +135,13 @@ class CpusetNriHandler:
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._service.quota.lift(container.id, container.linux.cgroups_path)
+        if self._sees_starts_end():  # records wait until its PostStartContainer
+            self._service.pusher.pace.starting(container.id)
+
+    def on_post_start_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)
+                                container: pb.Container) -> None:
+        """Its task started: the runtime's records need not wait for this start any more."""
+        self._service.pusher.pace.started(container.id)
 
     def on_post_update_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)
                                  container: pb.Container) -> None:

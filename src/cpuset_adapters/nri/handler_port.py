@@ -107,6 +107,11 @@ class NriHandler(Protocol):
         run yet); raise :class:`HandlerError` to fail the start (the runtime then stops it)."""
         ...
 
+    def on_post_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        """The runtime started the container's task (when subscribed). Errors are logged; the
+        runtime is answered OK regardless."""
+        ...
+
     def on_post_update_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
         """The runtime applied an update of the container (the kubelet's resize). Errors are
         logged; the runtime is answered OK regardless."""

@@ -16,11 +16,9 @@ The protocol rules it owns (fact sheet §3.5, §4.3-§4.6, §6):
 * handler errors become error statuses (HandlerError: UNKNOWN, like a Go plugin's error;
   anything else: INTERNAL, logged with its traceback), never a crash;
 * handler calls slower than 10 % of the runtime's request timeout are logged
-  (:mod:`~cpuset_adapters.nri.handler_calls`), except a late Synchronize's, which its one
-  error line says;
+  (:mod:`~cpuset_adapters.nri.handler_calls`), except a late Synchronize's (its error says);
 * every call to a served method is reported to the :class:`Observer` (start, then ``ok`` or
-  ``error``), the one place hooks are timed for metrics and ``/healthz``.
-"""
+  ``error``), the one place hooks are timed for metrics and ``/healthz``."""
 
 from __future__ import annotations
 
@@ -52,8 +50,15 @@ late. The runtime's deadline started before it sent the first chunk, the plugin'
 arrived: the margin covers the transit, and a needless reconnection only costs a re-sync."""
 
 # v0.12 per-event RPCs that carry nothing the handler acts on: answered OK.
-_ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer",
-                 "PostStartContainer")
+_ACKNOWLEDGED = ("RunPodSandbox", "PostUpdatePodSandbox", "PostCreateContainer")
+_LOGGED_ONLY = {"PostStartContainer": "on_post_start_container",
+                "PostUpdateContainer": "on_post_update_container",
+                "RemoveContainer": "on_remove_container"}
+"""Container events whose errors the runtime only logs, by method → handler hook: answered OK
+(the runtime stops calling later plugins at an error)."""
+_STATE_CHANGES = {Event.POST_START_CONTAINER.value: "PostStartContainer",
+                  Event.POST_UPDATE_CONTAINER.value: "PostUpdateContainer",
+                  Event.REMOVE_CONTAINER.value: "RemoveContainer"}
 
 
 @dataclass(eq=False)
@@ -84,6 +89,7 @@ class PluginService:
             "StopContainer": self._stop_container,
             "StateChange": self._state_change,
             "StartContainer": self._start_container,
+            "PostStartContainer": self._post_start_container,
             "PostUpdateContainer": self._post_update_container,
             "RemoveContainer": self._remove_container,
             "StopPodSandbox": self._stop_pod_sandbox,
@@ -235,10 +241,8 @@ class PluginService:
         event = int(req.event)
         if event == Event.START_CONTAINER.value and req.HasField("container"):
             return self._started(state, req.pod, req.container)
-        if event == Event.POST_UPDATE_CONTAINER.value and req.HasField("container"):
-            self._updated(state, req.pod, req.container)
-        elif event == Event.REMOVE_CONTAINER.value and req.HasField("container"):
-            self._removed(state, req.pod, req.container)
+        if event in _STATE_CHANGES and req.HasField("container"):
+            self._logged_only(state, _STATE_CHANGES[event], req.pod, req.container)
         elif event in (Event.STOP_POD_SANDBOX.value, Event.REMOVE_POD_SANDBOX.value):
             self._pod_gone(state, req.pod, removed=event == Event.REMOVE_POD_SANDBOX.value)
         return Reply()
@@ -258,19 +262,24 @@ class PluginService:
             return Reply.error(failed.code, failed.message)
         return Reply()
 
+    def _post_start_container(self, state: ConnectionState, payload: bytes) -> Reply:
+        req = decode(pb.PostStartContainerRequest(), payload)
+        self._logged_only(state, "PostStartContainer", req.pod, req.container)
+        return Reply(encode(pb.PostStartContainerResponse()))
+
     def _post_update_container(self, state: ConnectionState, payload: bytes) -> Reply:
         req = decode(pb.PostUpdateContainerRequest(), payload)
-        self._updated(state, req.pod, req.container)
+        self._logged_only(state, "PostUpdateContainer", req.pod, req.container)
         return Reply(encode(pb.PostUpdateContainerResponse()))
 
-    def _updated(self, state: ConnectionState, pod: pb.PodSandbox,
-                 container: pb.Container) -> None:
+    def _logged_only(self, state: ConnectionState, event: str, pod: pb.PodSandbox,
+                     container: pb.Container) -> None:
+        hook = _LOGGED_ONLY[event]
+        call = getattr(self._handler, hook)
         try:  # the runtime only logs a post-event's error
-            invoke("on_post_update_container", state.request_timeout_ms,
-                   lambda: self._handler.on_post_update_container(pod, container))
+            invoke(hook, state.request_timeout_ms, lambda: call(pod, container))
         except HandlerFailedError as failed:
-            _logger.warning("PostUpdateContainer %s: %s (answered OK)", container.id,
-                            failed.message)
+            _logger.warning("%s %s: %s (answered OK)", event, container.id, failed.message)
 
     def _remove_container(self, state: ConnectionState, payload: bytes) -> Reply:
         try:
@@ -278,16 +287,8 @@ class PluginService:
         except RpcError as exc:
             _logger.warning("RemoveContainer: %s (answered OK)", exc)
             return Reply()
-        self._removed(state, req.pod, req.container)
+        self._logged_only(state, "RemoveContainer", req.pod, req.container)
         return Reply()
-
-    def _removed(self, state: ConnectionState, pod: pb.PodSandbox,
-                 container: pb.Container) -> None:
-        try:
-            invoke("on_remove_container", state.request_timeout_ms,
-                   lambda: self._handler.on_remove_container(pod, container))
-        except HandlerFailedError as failed:
-            _logger.warning("RemoveContainer %s: %s (answered OK)", container.id, failed.message)
 
     def _stop_pod_sandbox(self, state: ConnectionState, payload: bytes) -> Reply:
         return self._pod_event(state, pb.StopPodSandboxRequest(), payload, removed=False)

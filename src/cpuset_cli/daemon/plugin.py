@@ -8,6 +8,7 @@ import contextlib
 import gc
 import logging
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -124,6 +125,11 @@ class Daemon:
         self.start_watch = (None if self.start_probe is None
                             else StartWatch(self.service, self.start_probe))
         self.service.pusher.may_send_records = self._locks_safe
+        # Records in calls of our own wait until no creation or start is under way and the
+        # runtime has been quiet (record_pace; issue 45): they contend for its NRI lock.
+        pace = self.service.pusher.pace
+        pace.waiting, pace.clock = self.service.starts.unstarted, time.monotonic
+        pace.quiet_for = lambda: self.session.quiet_for()  # noqa: PLW0108 - late-bound
 
     def _locks_safe(self) -> bool:
         info = self.handler.runtime

@@ -52,6 +52,11 @@ class RuntimeDouble:
         later RegisterPlugin go unanswered."""
         self.deadlocked = False
         self.update_requests: list[pb.UpdateContainersRequest] = []
+        self.update_times: list[float] = []
+        """``time.monotonic()`` when each UpdateContainers arrived (before the lock)."""
+        self.update_seconds = 0.0
+        """Seconds each container of an UpdateContainers holds containerd's NRI lock (an
+        emulated runc update; benchmarks set it: ``bench/record_pace.py``)."""
         self.update_arrived = asyncio.Event()
         self.violations: list[str] = []
         self.connections: list[PluginConnection] = []

@@ -3,7 +3,9 @@ connection (§1.3, §4.4), and UpdateContainers under containerd's NRI lock (§6
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from typing import TYPE_CHECKING
 
 from cpuset_adapters.nri.proto import nri_pb2 as pb
@@ -26,6 +28,7 @@ async def serve(conn: PluginConnection, stream: int, request: ttrpc_pb2.Request)
         await _register(conn, stream, pb.RegisterPluginRequest.FromString(request.payload))
     elif request.method == "UpdateContainers":
         update = pb.UpdateContainersRequest.FromString(request.payload)
+        rt.update_times.append(time.monotonic())
         if rt.deadlock_on_update:
             rt.deadlocked = True  # the two locks wait on each other: no answer, ever
             rt.update_requests.append(update)
@@ -35,6 +38,8 @@ async def serve(conn: PluginConnection, stream: int, request: ttrpc_pb2.Request)
             rt.update_requests.append(update)
             rt.update_arrived.set()
             error = rt.update_error
+            if rt.update_seconds:  # runc updates each container under the lock
+                await asyncio.sleep(rt.update_seconds * len(update.update))
         if error is None:
             await conn.reply(stream, pb.UpdateContainersResponse().SerializeToString())
         else:  # the reply object is dropped: status only (§6.3)

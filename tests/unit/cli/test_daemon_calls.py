@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from cpuset_adapters.nri.handler_port import RuntimeInfo
+from cpuset_adapters.nri.handler_port import Event, RuntimeInfo
 from cpuset_adapters.static_topology import StaticTopologySource
 from cpuset_cli import bootstrap
 from cpuset_cli.daemon.plugin import QUIET, Daemon
+from cpuset_service.record_pace import RECORD_QUIET
+from tests.builders.nri import container, pod
 from tests.unit.core.topologies import OFFLINE_ISO
 
 
@@ -40,3 +42,34 @@ def test_the_plugin_calls_update_containers_itself_only_where_it_cannot_deadlock
     built = daemon(pre_installed=pre_installed, nri_version=nri_version, quiet_for=quiet_for)
     assert built._answers_only() is answers_only
     assert built._may_call() is may_call
+
+
+def test_the_daemon_paces_records_by_the_starts_it_waits_for_and_the_runtime_s_quiet() -> None:
+    """Issue 45: wired to the service's start tracker and the session's quiet spell."""
+    quiet = [3600.0]
+    built = daemon(pre_installed=False, nri_version="v0.12.2", quiet_for=0.0)
+    built.session.quiet_for = lambda: quiet[0]  # type: ignore[method-assign]
+    pace = built.service.pusher.pace
+    assert pace.may_send()
+    web = pod("web", qos="guaranteed")
+    app = container("app", web, cpus=1)
+    built.handler.on_create_container(web, app)
+    assert pace.holding()  # created, not started
+    built.handler.on_start_container(web, app)
+    assert pace.holding()  # its task starts: PostStartContainer says when that is done
+    built.handler.on_post_start_container(web, app)
+    quiet[0] = RECORD_QUIET / 2
+    assert not pace.holding()
+    assert not pace.may_send()
+    quiet[0] = RECORD_QUIET
+    assert pace.may_send()
+
+
+def test_on_an_older_runtime_a_start_does_not_wait_for_a_post_start_it_never_gets() -> None:
+    built = daemon(pre_installed=False, nri_version="", quiet_for=3600.0)
+    assert Event.POST_START_CONTAINER not in built.handler.subscribed_events()
+    web = pod("web", qos="guaranteed")
+    app = container("app", web, cpus=1)
+    built.handler.on_create_container(web, app)
+    built.handler.on_start_container(web, app)
+    assert not built.service.pusher.pace.holding()

@@ -90,6 +90,9 @@ class RecordingHandler:
     def on_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
         self._enter("start", container.id)
 
+    def on_post_start_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
+        self._enter("post-start", container.id)
+
     def on_post_update_container(self, pod: pb.PodSandbox, container: pb.Container) -> None:
         self._enter("post-update", container.id)
 

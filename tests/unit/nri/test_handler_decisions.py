@@ -31,6 +31,17 @@ def test_subscribes_to_exactly_the_container_and_pod_events_it_uses() -> None:
     assert Event.VALIDATE_CONTAINER_ADJUSTMENT not in EVENTS
 
 
+@pytest.mark.parametrize(("nri_version", "post_start"), [
+    ("", False), ("v0.12.0", False), ("v0.12.1", True), ("v0.12.2", True)])
+def test_where_it_calls_update_containers_itself_it_also_hears_when_a_start_has_gone_by(
+        nri_version: str, post_start: bool) -> None:
+    """Its records wait until PostStartContainer (issue 45); nowhere else does it listen."""
+    handler, _, _ = make()
+    handler.on_configure(RuntimeInfo(nri_version=nri_version))
+    expected = EVENTS | {Event.POST_START_CONTAINER} if post_start else EVENTS
+    assert handler.subscribed_events() == expected
+
+
 def test_configure_is_remembered() -> None:
     handler, _, _ = make()
     info = RuntimeInfo(runtime_name="containerd", runtime_version="1.7.24")

@@ -99,7 +99,8 @@ def test_stop_and_remove_are_delivered_and_always_answered_ok(tmp_path: Path,
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])
-def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, version: str) -> None:
+def test_other_subscribed_lifecycle_events_are_acknowledged_and_a_post_start_reaches_the_handler(
+        tmp_path: Path, version: str) -> None:
     events = DEFAULT_EVENTS | {Event.RUN_POD_SANDBOX, Event.POST_START_CONTAINER}
 
     async def body(rt: RuntimeDouble, handler: RecordingHandler, session: NriSession) -> None:
@@ -109,7 +110,7 @@ def test_other_subscribed_lifecycle_events_are_acknowledged(tmp_path: Path, vers
         assert not conn.fell_back_to_state_change
 
     handler = scenario(tmp_path, body, handler=RecordingHandler(events), version=version)
-    assert handler.names() == ["configure", "synchronize", "disconnect"]
+    assert handler.names() == ["configure", "synchronize", "post-start", "disconnect"]
 
 
 @pytest.mark.parametrize("version", ["0.6.1", "0.12.2"])

@@ -9,38 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_core import ContainerUpdate, CPUSet, Kind
-from cpuset_core.ports import UpdateOutcome
 from cpuset_core.verify import Observed
 from cpuset_service import pusher as pusher_module
 from cpuset_service.kernel_first import KernelFirst
 from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import cpus_of, make
+from tests.unit.service.fast_path import FakeKernel, five_shared_and_pg, with_kernel
 
 WEB = "id-app-0123456789"
-
-
-class FakeKernel:
-    """Cgroups in a dict; refuses the containers in ``refuse``; remembers each call."""
-
-    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
-        self.cpus: dict[str, str] = {}
-        self.calls: list[list[str]] = []
-        self.refuse = refuse
-
-    def apply(self, updates: Sequence[ContainerUpdate]) -> UpdateOutcome:
-        self.calls.append([u.container_id for u in updates])
-        failed = tuple(u.container_id for u in updates if u.container_id in self.refuse)
-        for u in updates:
-            if u.container_id not in self.refuse:
-                self.cpus[u.container_id] = u.cpus.format()
-        return UpdateOutcome(failed=failed, detail="refused" if failed else "")
-
-
-def with_kernel(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementService]:
-    handler, service, _ = make()
-    service.pusher.kernel.updater = kernel
-    return handler, service
 
 
 def test_an_integer_container_shrinks_running_shared_ones_in_the_kernel_not_on_the_answer(
@@ -137,16 +114,6 @@ def test_the_pool_grows_back_in_the_kernel_at_once_and_the_record_follows_in_sma
         f"id-app{n}-0123456789": "0-15" for n in range(5)}
 
 
-def _five_shared_and_pg(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementService]:
-    handler, service = with_kernel(kernel)
-    for n in range(5):
-        web = pod(f"web{n}", qos="burstable")
-        handler.on_create_container(web, container(f"app{n}", web))
-    db = pod("db")
-    handler.on_create_container(db, container("pg", db, cpus=2))
-    return handler, service
-
-
 def _sent_in_the_background(service: PlacementService,
                             then: Callable[[], object] = lambda: None) -> list[str]:
     """Run the pusher (the runtime always quiet), call ``then``, let it work; what it sent."""
@@ -170,7 +137,7 @@ def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answ
         ) -> None:
     """Decision 51: the kernel has every shrink; the runtime's record waits for answers."""
     kernel = FakeKernel()
-    handler, service = _five_shared_and_pg(kernel)
+    handler, service = five_shared_and_pg(kernel)
     pusher = service.pusher
     pusher.may_send_records = lambda: False
     assert len(kernel.cpus) == 5
@@ -189,7 +156,7 @@ def test_a_record_is_not_lagging_once_the_kernel_is_back_where_the_record_is() -
     """The pool shrinks for pg (records lag), grows back when pg leaves: every shared
     container's record, set to the whole machine at its creation, is right again."""
     kernel = FakeKernel()
-    handler, service = _five_shared_and_pg(kernel)
+    handler, service = five_shared_and_pg(kernel)
     service.pusher.may_send_records = lambda: False
     assert len(service.pusher.record_pending()) == 5
     db = pod("db")
@@ -205,7 +172,7 @@ def test_there_what_the_kernel_refuses_still_goes_in_a_call_of_its_own() -> None
     records of what it took are not."""
     refused = "id-app0-0123456789"
     kernel = FakeKernel(refuse=frozenset({refused}))
-    handler, service = _five_shared_and_pg(kernel)
+    handler, service = five_shared_and_pg(kernel)
     service.pusher.may_send_records = lambda: False
     db = pod("db")
     sent = _sent_in_the_background(
@@ -224,6 +191,7 @@ def test_an_answer_carries_only_a_few_record_only_updates() -> None:
     db = pod("db")
     handler.on_create_container(db, container("pg", db, cpus=2))
     assert len(service.pusher.record_pending()) == 6
+    service.pusher.may_send_records = lambda: False  # where they ride on answers only
     late = pod("late", qos="burstable")
     _, updates = handler.on_create_container(late, container("late", late))
     assert len(updates) == pusher_module.RECORD_PER_ANSWER

@@ -36,7 +36,7 @@ from tests.e2e.daemonset_harness import (
     wait_for_message,
 )
 from tests.e2e.plugin_harness import cpus, integer, needs_two_cpus, pod, wait_until
-from tests.e2e.test_quiet_cpus import QUIET
+from tests.e2e.quiet_harness import QUIET
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
 

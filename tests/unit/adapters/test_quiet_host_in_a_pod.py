@@ -18,7 +18,7 @@ from cpuset_adapters.quiet.journal import QuietJournal
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.quiet import quiet_state
 from cpuset_core.quiet_request import Quiet
-from tests.unit.adapters.test_quiet_applier import ONLINE, holding, node, text
+from tests.unit.adapters.quiet_trees import ONLINE, holding, node, text
 
 LACKS = "idle states: disabling one needs CAP_SYS_ADMIN, which this process lacks"
 

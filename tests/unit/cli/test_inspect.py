@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import stat
-import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +17,7 @@ from cpuset_cli.commands.explain import explain
 from cpuset_cli.commands.inspect import _render, inspect
 from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, DeviceLocality, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, build_topology
-
-
-def answer(document: bytes) -> Callable[[], Awaitable[bytes]]:
-    async def snapshot() -> bytes:
-        return document
-    return snapshot
+from tests.unit.cli.status_server import answer, serving
 
 
 def engine_with_three() -> CpusetEngine:
@@ -127,29 +120,6 @@ def test_decode_refuses_other_schemas_and_garbage() -> None:
         state_view.decode(b'{"schema": 1, "runtime": 3}')
 
 
-@contextlib.contextmanager
-def serving(path: Path, view: state_view.StateView) -> Iterator[Path]:
-    """The status socket at ``path`` answering ``view``, served from a thread."""
-    document = state_view.encode(view)
-    ready = threading.Event()
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-
-    async def main() -> None:
-        server = await serve_status(path, answer(document))
-        ready.set()
-        async with server:
-            await stop.wait()
-
-    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
-    thread.start()
-    assert ready.wait(5)
-    try:
-        yield path
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(5)
-        loop.close()
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from cpuset_core import CpusetEngine, Settings, quiet_state
 from cpuset_core.quiet_request import CRIO_IDLE, CRIO_IRQ
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
-from tests.unit.cli.test_inspect import serving
+from tests.unit.cli.status_server import serving
 from tests.unit.core.topologies import DUAL_SOCKET
-from tests.unit.service.test_quiet_cpus import QUIET, FakeNode
+from tests.unit.service.quiet_fakes import QUIET, FakeNode
 
 READ_ONLY = "interrupts: /proc/irq is read-only here"
 

@@ -5,46 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
-from cpuset_adapters.topology_file_writer import write_topology
 from cpuset_cli import state_view
 from cpuset_cli.commands.plan import plan
 from cpuset_core import ContainerFacts, CPUSet, CpusetEngine, PodFacts
 from cpuset_lab.machines import DUAL_SOCKET_HT, EPYC_LIKE, build_topology, write_sysfs_tree
-from tests.builders.kube import container, kube_list, pod
-
-GUARANTEED = {"memory": "1Gi"}
-
-
-def cpus(name: str, count: str | None, **extra: Any) -> dict[str, Any]:
-    """A container with a CPU limit (and a memory limit, so the pod can be Guaranteed)."""
-    return container(name, limits={"cpu": count, **GUARANTEED} if count is not None else None,
-                     **extra)
-
-
-@pytest.fixture
-def machine(tmp_path: Path) -> Path:
-    """DUAL_SOCKET_HT as a topology file: 16 CPUs, siblings n and n+8, nodes 0-3,8-11 and
-    4-7,12-15."""
-    path = tmp_path / "machine.json"
-    write_topology(build_topology(DUAL_SOCKET_HT), path)
-    return path
-
-
-def invoke(machine: Path, document: object, *args: str, name: str = "pods.json") -> Result:
-    path = machine.parent / name
-    path.write_text(document if isinstance(document, str) else json.dumps(document))
-    return CliRunner().invoke(plan, ["--pods", str(path), "--topology", str(machine), *args])
-
-
-def steps(result: Result) -> list[dict[str, Any]]:
-    document: dict[str, Any] = json.loads(result.stdout)
-    found: list[dict[str, Any]] = document["steps"]
-    return found
+from tests.builders.kube import kube_list, pod
+from tests.unit.cli.plan_pods_support import cpus, invoke, steps
 
 
 def test_all_admitted_is_exit_0_with_kind_cpus_and_mems(machine: Path) -> None:

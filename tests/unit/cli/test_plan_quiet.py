@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.builders.kube import container, kube_list, pod
-from tests.unit.cli.test_plan_pods import cpus, invoke, machine, steps  # noqa: F401 - fixture
+from tests.unit.cli.plan_pods_support import cpus, invoke, steps
 
 QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "max_latency:10"}
 
 
-def test_a_quiet_request_is_kept_in_its_step(machine: Path) -> None:  # noqa: F811
+def test_a_quiet_request_is_kept_in_its_step(machine: Path) -> None:
     result = invoke(machine, kube_list(
         pod("dpdk", cpus("app", "2"), annotations=QUIET),
         pod("web", container("app", requests={"cpu": "500m"}), annotations=QUIET),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.unit.deploy.test_events_component import needs_kubectl, pod_of, render
+from tests.unit.deploy.kustomize_render import needs_kubectl, pod_of, render
 
 
 def mounts(pod: dict[str, Any]) -> dict[str, tuple[str, bool]]:

@@ -5,42 +5,16 @@ node (the port)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 
 import pytest
 
-from cpuset_adapters.quiet.applier import QuietReport
 from cpuset_cli.daemon.quiet_loop import QuietLoop
-from cpuset_core import CPUSet, CpusetEngine, Quiet, QuietState, Settings, Unmet
+from cpuset_core import CPUSet, QuietState, Unmet
 from cpuset_core.quiet_request import CRIO_IDLE, CRIO_IRQ
 from cpuset_service.placement import PlacementService
 from cpuset_service.quiet import QuietCpusUnavailableError
 from tests.builders.facts import container, pod
-from tests.unit.core.topologies import DUAL_SOCKET
-
-QUIET = {CRIO_IRQ: "disable", CRIO_IDLE: "max_latency:10"}
-
-
-@dataclass
-class FakeNode:
-    why: list[str] = field(default_factory=list)
-    states: list[QuietState] = field(default_factory=list)
-    fail: bool = False
-
-    def unmet(self, quiet: Quiet, cpus: CPUSet) -> list[str]:
-        return list(self.why)
-
-    def apply(self, state: QuietState, online: CPUSet) -> QuietReport:
-        if self.fail:
-            raise OSError("the journal's disk is full")
-        self.states.append(state)
-        return QuietReport(changed=["x"])
-
-
-def service(node: FakeNode, unmet: Unmet = Unmet.BEST_EFFORT) -> PlacementService:
-    placed = PlacementService(CpusetEngine(DUAL_SOCKET, Settings(unmet_requests=unmet)))
-    placed.quiet.node = node
-    return placed
+from tests.unit.service.quiet_fakes import QUIET, FakeNode, service
 
 
 def test_a_request_the_node_cannot_meet_is_refused_under_refuse() -> None:

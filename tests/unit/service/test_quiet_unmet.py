@@ -7,7 +7,7 @@ from cpuset_core import CpusetEngine, Settings
 from cpuset_service.placement import PlacementService
 from tests.builders.facts import container, pod
 from tests.unit.core.topologies import DUAL_SOCKET
-from tests.unit.service.test_quiet_cpus import QUIET, FakeNode
+from tests.unit.service.quiet_fakes import QUIET, FakeNode
 
 
 def test_the_reason_is_kept_while_the_container_lives() -> None:

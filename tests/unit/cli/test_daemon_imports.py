@@ -199,3 +199,52 @@ def test_the_composition_root_brings_the_http_client_only_with_its_features_and_
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"events": on, "publisher": on, "http_client": on,
                                          "ssl": False}
+
+
+PROTOBUF = """
+import json, sys
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+import cpuset_cli.bootstrap, cpuset_cli.daemon.plugin, cpuset_cli.daemon.inventory
+from cpuset_adapters.nri import payload, translate
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.protobuf_deferred import PURE_PYTHON_MESSAGES, DeferredModule
+from cpuset_core.cpuset import CPUSet
+from tests.builders.nri import container, pod
+
+p = pod("p1", pins="2-3")
+wire = pb.SynchronizeRequest(pods=[p], containers=[container("c1", p, cpus=2)])
+request = payload.decode(pb.SynchronizeRequest(), payload.encode(wire))
+facts = translate.container_facts(request.containers[0])
+answer = pb.SynchronizeResponse(update=translate.updates([]))
+answer.update.append(translate.container_update(facts.id, CPUSet([2, 3]), None))
+decoded = payload.decode(pb.SynchronizeResponse(), payload.encode(answer))
+PURE = ("google.protobuf.text_format", "google.protobuf.internal.decoder",
+        "google.protobuf.internal.encoder", "google.protobuf.internal.containers")
+print(json.dumps({"round_trip": decoded.update[0].linux.resources.cpu.cpus,
+                  "deferred": isinstance(sys.modules[PURE_PYTHON_MESSAGES], DeferredModule),
+                  "pure_python": sorted(m for m in PURE if m in sys.modules)}))
+"""
+
+
+def run_protobuf_probe(environ: dict[str, str]) -> Any:
+    result = subprocess.run(
+        [sys.executable, "-c", PROTOBUF],
+        env={"PYTHONPATH": f"{SRC}:{SRC.parent}", **environ}, capture_output=True, text=True,
+        check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_daemon_decodes_and_encodes_nri_without_protobufs_pure_python_messages() -> None:
+    # protobuf's pure-Python message implementation (python_message, text_format, its decoder
+    # and encoder) costs the daemon 1.2 MiB resident; upb's messages never call into it.
+    assert run_protobuf_probe({}) == {"round_trip": "2-3", "deferred": True, "pure_python": []}
+
+
+def test_the_probe_would_see_the_pure_python_messages_on_that_backend() -> None:
+    # The pure-Python backend's messages are python_message: there it is loaded, not deferred.
+    report = run_protobuf_probe({"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"})
+    assert report["round_trip"] == "2-3"
+    assert not report["deferred"]
+    assert "google.protobuf.internal.decoder" in report["pure_python"]

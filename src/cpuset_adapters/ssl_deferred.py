@@ -3,11 +3,12 @@
 
 ``ssl`` costs the daemon 4.2 MiB resident (libssl and libcrypto loaded and relocated), and
 ``asyncio.base_events`` imports it at import time though the daemon's event loop only ever
-speaks over unix sockets; ``http.client`` (the probe server's and the API client's) imports it
-to define ``HTTPSConnection``. Imported while ``ssl`` cannot be, both take their documented
-no-TLS path; ``ssl`` itself stays importable, and the API client, the one part of the daemon
-that may speak TLS, loads it when its credentials ask for it and opens its TLS connections
-itself (``kubernetes/api_client.py``). Decision 56.
+speaks over unix sockets; ``http.client`` imports it to define ``HTTPSConnection`` (the
+daemon no longer loads ``http.client``: the API client speaks HTTP itself, ``kubernetes/
+http11.py``). Imported while ``ssl`` cannot be, both take their documented no-TLS path;
+``ssl`` itself stays importable, and the API client, the one part of the daemon that may speak
+TLS, loads it when its credentials ask for it and opens its TLS connections itself.
+Decision 56.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from cpuset_adapters import default_paths
 from cpuset_adapters.dry_run import DryRunHost, DryRunRuntime
-from cpuset_adapters.ssl_deferred import import_without_ssl
 from cpuset_adapters.sysfs import SysfsTopologySource
 from cpuset_core import CpusetEngine, Settings, TopologySource
 
@@ -207,8 +206,7 @@ def _publisher(config: LiveConfig, service: PlacementService, metrics: PluginMet
                sysfs_root: str | os.PathLike[str]) -> TopologyPublisher | None:
     """The NodeResourceTopology publisher ``[topology_publisher]`` asks for, if any."""
     if not config.current.topology_publisher.enabled:
-        return None  # nor its modules: the API client brings http.client (decision 56)
-    import_without_ssl("http.client")
+        return None  # nor its modules (decision 56)
     from cpuset_cli.daemon.topology_publisher import publisher_for  # noqa: PLC0415
 
     # The publisher reads the declared policy of every reload.
@@ -223,7 +221,6 @@ def _events(config: LiveConfig, service: PlacementService, metrics: PluginMetric
     the metrics."""
     if not config.current.events.enabled:
         return None
-    import_without_ssl("http.client")
     from cpuset_adapters.observability import event_metrics  # noqa: PLC0415
     from cpuset_cli.daemon.events import events_for  # noqa: PLC0415
 

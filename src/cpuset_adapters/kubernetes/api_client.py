@@ -1,7 +1,7 @@
-"""Requests to the Kubernetes REST API with the standard library's ``http.client``
-(docs/decisions.md, item 38: the Kubernetes clients on PyPI cost the daemon 7 to 23 MiB of its
-budget; ``http.client`` it loads anyway, ``ssl`` only once credentials ask for TLS: decision
-52): one NodeResourceTopology object
+"""Requests to the Kubernetes REST API over the standard library's sockets (docs/decisions.md,
+item 38: the Kubernetes clients on PyPI cost the daemon 7 to 23 MiB of its budget; ``ssl``
+only once credentials ask for TLS: decision 56; HTTP/1.1 by :mod:`.http11`, not
+``http.client``: decision 60): one NodeResourceTopology object
 created and updated (:class:`TopologyApi`), and Events created and their series updated
 (:class:`EventsApi`), both over an :class:`ApiConnection`.
 
@@ -13,18 +13,15 @@ back-off).
 
 from __future__ import annotations
 
-import http.client
 import json
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote
 
 from cpuset_adapters.kubernetes.credentials import Endpoint
 from cpuset_adapters.kubernetes.event_object import API_VERSION as EVENTS_API_VERSION
+from cpuset_adapters.kubernetes.http11 import Connection
 from cpuset_adapters.kubernetes.reasons import EVENT_REASONS, REASONS
 from cpuset_adapters.kubernetes.topology_object import API_GROUP, API_VERSION, PLURAL
-
-if TYPE_CHECKING:
-    import ssl
 
 __all__ = ["EVENT_REASONS", "REASONS", "ApiConnection", "ApiError", "EventsApi", "TopologyApi"]
 
@@ -35,6 +32,8 @@ Applied = Literal["created", "updated"]
 Created = Literal["created", "exists"]
 
 MERGE_PATCH: Final = "application/merge-patch+json"
+NOT_FOUND: Final = 404
+CONFLICT: Final = 409
 
 
 class ApiError(Exception):
@@ -54,7 +53,7 @@ class ApiConnection:
     def __init__(self, endpoint: Endpoint, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._endpoint = endpoint
         self._timeout = timeout
-        self._connection: http.client.HTTPConnection | None = None
+        self._connection: Connection | None = None
 
     @property
     def endpoint(self) -> Endpoint:
@@ -79,13 +78,13 @@ class ApiConnection:
                 return self._send(method, path, body, headers)
             except TimeoutError as exc:
                 raise self._timed_out(method, path) from exc
-            except (OSError, http.client.HTTPException):
+            except OSError:  # http11.HttpError too
                 self.close()
         try:
             return self._send(method, path, body, headers)
         except TimeoutError as exc:
             raise self._timed_out(method, path) from exc
-        except (OSError, http.client.HTTPException) as exc:  # ssl.SSLError is an OSError
+        except OSError as exc:  # ssl.SSLError and http11.HttpError are OSErrors
             self.close()
             raise ApiError("unreachable", f"{method} {path}: {exc or type(exc).__name__}") \
                 from exc
@@ -101,39 +100,13 @@ class ApiConnection:
 
     def _send(self, method: str, path: str, body: bytes,
               headers: dict[str, str]) -> tuple[int, bytes]:
-        connection = self._connect()
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, response.read()
-
-    def _connect(self) -> http.client.HTTPConnection:
         # One connection, kept alive between requests; a failed one is dropped and the next
         # request connects again.
         if self._connection is None:
             endpoint = self._endpoint
-            if endpoint.context is None:
-                self._connection = http.client.HTTPConnection(endpoint.host, endpoint.port,
-                                                              timeout=self._timeout)
-            else:
-                self._connection = TlsConnection(endpoint.host, endpoint.port,
-                                                 timeout=self._timeout,
-                                                 context=endpoint.context)
-        return self._connection
-
-
-class TlsConnection(http.client.HTTPConnection):
-    """``http.client.HTTPSConnection`` for a given context, without proxy tunnels: the
-    daemon imports ``http.client`` while ``ssl`` cannot be imported, and that class exists only
-    when it could (decision 56)."""
-
-    def __init__(self, host: str, port: int, *, timeout: float,
-                 context: ssl.SSLContext) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._context = context
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+            self._connection = Connection(endpoint.host, endpoint.port, timeout=self._timeout,
+                                          context=endpoint.context)
+        return self._connection.request(method, path, body, headers)
 
 
 class TopologyApi:
@@ -155,11 +128,11 @@ class TopologyApi:
         body = json.dumps(obj, separators=(",", ":")).encode()
         request = self._api.request
         status, answer = request("PATCH", path, body, MERGE_PATCH)
-        if status == http.client.NOT_FOUND:
+        if status == NOT_FOUND:
             status, answer = request("POST", self._collection, body, "application/json")
-            if status == http.client.CONFLICT:  # created meanwhile (AlreadyExists): patch it
+            if status == CONFLICT:  # created meanwhile (AlreadyExists): patch it
                 status, answer = request("PATCH", path, body, MERGE_PATCH)
-            elif status == http.client.NOT_FOUND:
+            elif status == NOT_FOUND:
                 raise ApiError("crd-missing", f"{self._collection} not found: is the "
                                "NodeResourceTopology CRD installed? " + message_of(answer), 404)
             else:
@@ -189,7 +162,7 @@ class EventsApi:
         path = self._collection(event["metadata"]["namespace"])
         body = json.dumps(event, separators=(",", ":")).encode()
         status, answer = self._api.request("POST", path, body, "application/json")
-        if status == http.client.CONFLICT:
+        if status == CONFLICT:
             return "exists"
         _check_event(status, answer)
         return "created"
@@ -210,7 +183,7 @@ class EventsApi:
 
 
 def _check_event(status: int, answer: bytes) -> None:
-    if status == http.client.NOT_FOUND:
+    if status == NOT_FOUND:
         raise ApiError("not-found", f"HTTP 404: {message_of(answer)}", status)
     check(status, answer)
 

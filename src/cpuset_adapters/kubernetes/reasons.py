@@ -1,6 +1,6 @@
 """Why a request to the API server failed: the stable reasons the API client raises and the
 metrics count by. Apart from the client so that the metrics name them without importing it
-(and ``http.client``) on a node where neither the publisher nor the events are on."""
+(and its modules) on a node where neither the publisher nor the events are on."""
 
 from __future__ import annotations
 

@@ -116,9 +116,6 @@ TLS_LATER = """
 import json, sys
 import cpuset_cli.main, cpuset_cli.commands.run
 cpuset_cli.commands.run.load_daemon()
-from cpuset_adapters.ssl_deferred import import_without_ssl
-
-import_without_ssl("http.client")  # as the composition root does for the publisher
 from cpuset_adapters.kubernetes.api_client import TopologyApi
 from cpuset_adapters.kubernetes.credentials import from_kubeconfig
 
@@ -131,6 +128,7 @@ seen["ssl_after_plain"] = "ssl" in sys.modules
 endpoint = from_kubeconfig(sys.argv[3])
 seen["ssl_with_tls_credentials"] = "ssl" in sys.modules
 seen["tls"] = TopologyApi(endpoint).apply(obj)
+seen["http_client"] = sorted(m for m in sys.modules if m in ("http.client", "email"))
 print(json.dumps(seen))
 """
 
@@ -148,7 +146,7 @@ def test_the_api_client_loads_tls_when_its_credentials_ask_and_speaks_it(
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {
             "plain": "created", "ssl_after_plain": False, "ssl_with_tls_credentials": True,
-            "tls": "created"}
+            "tls": "created", "http_client": []}
         assert https_api.requests[-1].method == "POST"
 
 
@@ -185,8 +183,10 @@ print(json.dumps({"events": daemon.events is not None,
 
 
 @pytest.mark.parametrize("on", [True, False])
-def test_the_composition_root_brings_the_http_client_only_with_its_features_and_no_ssl(
+def test_the_composition_root_brings_neither_http_client_nor_ssl_with_its_features(
         tmp_path: Path, on: bool) -> None:
+    # http.client (with email, which parses its answers' headers) cost 0.9 MiB with the
+    # publisher or the events on: the API client speaks HTTP/1.1 itself (kubernetes/http11.py).
     write_sysfs_tree(DUAL_SOCKET_HT, tmp_path / "sys")
     kubeconfig = write_json_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
     (tmp_path / "config.toml").write_text(
@@ -197,5 +197,54 @@ def test_the_composition_root_brings_the_http_client_only_with_its_features_and_
         [sys.executable, "-c", BUILT, "-", str(tmp_path)], env={"PYTHONPATH": str(SRC)},
         capture_output=True, text=True, check=False, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"events": on, "publisher": on, "http_client": on,
+    assert json.loads(result.stdout) == {"events": on, "publisher": on, "http_client": False,
                                          "ssl": False}
+
+
+PROTOBUF = """
+import json, sys
+import cpuset_cli.main, cpuset_cli.commands.run
+cpuset_cli.commands.run.load_daemon()
+import cpuset_cli.bootstrap, cpuset_cli.daemon.plugin, cpuset_cli.daemon.inventory
+from cpuset_adapters.nri import payload, translate
+from cpuset_adapters.nri.proto import nri_pb2 as pb
+from cpuset_adapters.protobuf_deferred import PURE_PYTHON_MESSAGES, DeferredModule
+from cpuset_core.cpuset import CPUSet
+from tests.builders.nri import container, pod
+
+p = pod("p1", pins="2-3")
+wire = pb.SynchronizeRequest(pods=[p], containers=[container("c1", p, cpus=2)])
+request = payload.decode(pb.SynchronizeRequest(), payload.encode(wire))
+facts = translate.container_facts(request.containers[0])
+answer = pb.SynchronizeResponse(update=translate.updates([]))
+answer.update.append(translate.container_update(facts.id, CPUSet([2, 3]), None))
+decoded = payload.decode(pb.SynchronizeResponse(), payload.encode(answer))
+PURE = ("google.protobuf.text_format", "google.protobuf.internal.decoder",
+        "google.protobuf.internal.encoder", "google.protobuf.internal.containers")
+print(json.dumps({"round_trip": decoded.update[0].linux.resources.cpu.cpus,
+                  "deferred": isinstance(sys.modules[PURE_PYTHON_MESSAGES], DeferredModule),
+                  "pure_python": sorted(m for m in PURE if m in sys.modules)}))
+"""
+
+
+def run_protobuf_probe(environ: dict[str, str]) -> Any:
+    result = subprocess.run(
+        [sys.executable, "-c", PROTOBUF],
+        env={"PYTHONPATH": f"{SRC}:{SRC.parent}", **environ}, capture_output=True, text=True,
+        check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_daemon_decodes_and_encodes_nri_without_protobufs_pure_python_messages() -> None:
+    # protobuf's pure-Python message implementation (python_message, text_format, its decoder
+    # and encoder) costs the daemon 1.2 MiB resident; upb's messages never call into it.
+    assert run_protobuf_probe({}) == {"round_trip": "2-3", "deferred": True, "pure_python": []}
+
+
+def test_the_probe_would_see_the_pure_python_messages_on_that_backend() -> None:
+    # The pure-Python backend's messages are python_message: there it is loaded, not deferred.
+    report = run_protobuf_probe({"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"})
+    assert report["round_trip"] == "2-3"
+    assert not report["deferred"]
+    assert "google.protobuf.internal.decoder" in report["pure_python"]

@@ -171,6 +171,8 @@ def run_e2e(session: nox.Session, runtime: str, *, tests: list[str] | None = Non
     .RUNTIMES), which is installed first; tests whose expectations differ ask ``lab.runtime``.
     Without ``tests``: tests/e2e but the DaemonSet's pod (``e2e-pod``)."""
     session.run("bash", "scripts/install-containerd", "--runtime", runtime, external=True)
+    # The quiet-CPU tests run a real irqbalance (its binary only, never its service).
+    session.run("bash", "scripts/install-irqbalance", external=True)
     install_dev(session, extras="[test]")
     selection = tests or ["tests/e2e", *(f"--ignore={path}" for path in POD_TESTS)]
     session.run("pytest", *selection, "-p", "no:cacheprovider", "--durations=15", *session.posargs,

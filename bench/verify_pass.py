@@ -67,7 +67,7 @@ def one_pass(verifier: Verifier, reader: CgroupReader) -> tuple[float, float, in
     """Seconds to read, seconds to judge, containers in drift."""
     start = time.perf_counter()
     read_from, paths = verifier.snapshot()
-    observed = reader.observe_all(paths)
+    observed = reader.observe_all(paths, verifier.quotas_judged())
     read = time.perf_counter()
     verdict = verifier.verify(observed, read_from=read_from)
     return read - start, time.perf_counter() - read, len(verdict.drifting)
@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
 
         def read_forever() -> None:
             while not stop.is_set():
-                reader.observe_all(verifier.snapshot()[1])
+                reader.observe_all(verifier.snapshot()[1], verifier.quotas_judged())
 
         worker = threading.Thread(target=read_forever, daemon=True)
         worker.start()

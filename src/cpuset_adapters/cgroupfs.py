@@ -17,7 +17,7 @@ report) or its process's (``/proc/<pid>/cgroup``). Paths in the systemd driver's
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -161,10 +161,11 @@ class CgroupReader:
         self.root = Path(root)
         self._version: int | None = None
 
-    def observe(self, cgroups_path: str) -> Observed:
+    def observe(self, cgroups_path: str, *, quota: bool = True) -> Observed:
         """The container's cpuset: the configured CPUs and memory nodes, or what the kernel
-        applies where they are left to inherit (empty). An unknown path or an unreadable
-        cgroup is an observation of its own (``cpus is None``), never an exception."""
+        applies where they are left to inherit (empty), and its CFS quota when ``quota``
+        (else ``None``: not judged). An unknown path or an unreadable cgroup is an
+        observation of its own (``cpus is None``), never an exception."""
         if not cgroups_path:
             return Observed(cpus=None, problem="the runtime gave no cgroup path")
         directory = self._directory(cgroups_path)
@@ -176,7 +177,7 @@ class CgroupReader:
             return Observed(cpus=None, problem=f"{directory}: {exc}")
         return Observed(cpus=found.cpus or found.effective_cpus,
                         mems=found.mems or found.effective_mems,
-                        cfs_quota=self._quota(cgroups_path))
+                        cfs_quota=self._quota(cgroups_path) if quota else None)
 
     def _quota(self, cgroups_path: str) -> int | None:
         """The cgroup's CFS quota, ``None`` when it cannot be read (not judged then)."""
@@ -205,14 +206,17 @@ class CgroupReader:
         relative = expand_systemd_path(cgroups_path).lstrip("/")
         return self.root / relative if self._version == 2 else self.root / "cpuset" / relative
 
-    def observe_all(self, paths: Mapping[str, str]) -> dict[str, Observed]:
+    def observe_all(self, paths: Mapping[str, str],
+                    quotas: Collection[str] | None = None) -> dict[str, Observed]:
         """:meth:`observe` for every container id → cgroup path (file reads: call it off the
-        event loop). Between containers it lets other threads run: a thread holds the GIL for
-        up to 5 ms before the interpreter switches, and a hook waiting that long is what the
-        verifier must not cost."""
+        event loop), the CFS quota only of the ``quotas`` containers (``None``: of all; the
+        verifier judges only those the plugin runs unthrottled, so it reads only theirs).
+        Between containers it lets other threads run: a thread holds the GIL for up to 5 ms
+        before the interpreter switches, and a hook waiting that long is what the verifier
+        must not cost."""
         observed = {}
         for n, (cid, path) in enumerate(paths.items()):
-            observed[cid] = self.observe(path)
+            observed[cid] = self.observe(path, quota=quotas is None or cid in quotas)
             if n % YIELD_EVERY == YIELD_EVERY - 1:
                 time.sleep(0)  # yields the GIL to the event loop's thread if it wants it
         return observed

@@ -171,6 +171,7 @@ def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
     """The node's quiet CPUs behind the service's port, and the loop that reconciles them."""
     from cpuset_adapters.quiet.applier import QuietApplier  # noqa: PLC0415
     from cpuset_adapters.quiet.host import QuietHost  # noqa: PLC0415
+    from cpuset_adapters.quiet.irqbalance import Irqbalances, IrqbalanceTeller  # noqa: PLC0415
     from cpuset_adapters.quiet.journal import JournalError, QuietJournal  # noqa: PLC0415
     from cpuset_cli.daemon.quiet_loop import QuietLoop  # noqa: PLC0415
 
@@ -181,8 +182,9 @@ def _quiet(service: PlacementService, sysfs_root: Path, journal: str | None,
     except JournalError as exc:  # not guessed at: the operator puts back what it lists
         logging.getLogger("nri_cpuset.quiet").error("quiet CPUs off: %s", exc)
         return None
-    service.quiet.node = QuietApplier(QuietHost("/proc", sysfs_root), originals)
-    return QuietLoop(service, metrics.quiet_files)
+    daemons = IrqbalanceTeller(Irqbalances("/proc", sysfs_root, "/run"), originals)
+    service.quiet.node = QuietApplier(QuietHost("/proc", sysfs_root), originals, daemons)
+    return QuietLoop(service, metrics.quiet_files, metrics.quiet_repairs)
 
 
 def _sysfs_root(topology_source: TopologySource) -> Path:

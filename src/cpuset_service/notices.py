@@ -48,6 +48,12 @@ class Notices(Protocol):
         on the start rule's ``why``."""
         ...
 
+    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+                       repaired: Sequence[str]) -> None:
+        """Files kept for these containers' quiet CPUs were found changed back and rewritten
+        (``what``: ``irq``, ``idle``, ``governor``; ``irqbalance``: a daemon told again)."""
+        ...
+
 
 class _NoNotices:
     """Tells nothing: the default (events off, tests, dry runs)."""
@@ -70,6 +76,10 @@ class _NoNotices:
         pass
 
     def gave_back(self, container_id: str, entry: Entry, why: str) -> None:
+        pass
+
+    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+                       repaired: Sequence[str]) -> None:
         pass
 
 

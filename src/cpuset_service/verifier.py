@@ -39,6 +39,11 @@ class Verifier:
                                       self._service.cgroup_paths().items()
                                       if cid not in waiting}
 
+    def quotas_judged(self) -> frozenset[str]:
+        """The containers whose CFS quota a pass judges (those the plugin runs unthrottled):
+        the only quota files worth reading."""
+        return self._service.quota.unthrottled()
+
     def verify(self, observed: Mapping[str, Observed], *, read_from: Ledger) -> Verdict:
         """Judge ``observed`` (read for the snapshot whose ledger was ``read_from``), re-send
         what differs, and report the pass."""

@@ -23,6 +23,7 @@ from cpuset_adapters.kubernetes.placement_events import (
     exclusive_assigned,
     moved_for_pin,
     pinned_assigned,
+    quiet_repaired,
     released_never_started,
     resize_refused,
 )
@@ -105,6 +106,15 @@ class EventNotices:
                 self._recorder.record(released_never_started(
                     who, kind=entry.label, cpus=entry.cpus, why=why))
         self._safely("gave_back", tell)
+
+    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+                       repaired: Sequence[str]) -> None:
+        def tell() -> None:
+            for container_id in container_ids:
+                if repaired and (who := self._regarding(container_id)) is not None:
+                    self._recorder.record(quiet_repaired(
+                        who, what=what, repaired=len(repaired), example=repaired[0]))
+        self._safely("quiet_repaired", tell)
 
     # -- composing --
 

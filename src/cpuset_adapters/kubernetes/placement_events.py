@@ -33,8 +33,10 @@ RELEASED_NEVER_STARTED: Final = "CpusReleasedNeverStarted"
 CPUS_RESIZED: Final = "CpusResized"
 RESIZE_REFUSED: Final = "ResizeRefused"
 SHARED_POOL_CHANGED: Final = "SharedPoolChanged"
+QUIET_REPAIRED: Final = "QuietCpusRepaired"
 REASONS: Final = (EXCLUSIVE_ASSIGNED, PINNED_ASSIGNED, MOVED_FOR_PIN, DRIFT_REPAIRED,
-                  RELEASED_NEVER_STARTED, CPUS_RESIZED, RESIZE_REFUSED, SHARED_POOL_CHANGED)
+                  RELEASED_NEVER_STARTED, CPUS_RESIZED, RESIZE_REFUSED, SHARED_POOL_CHANGED,
+                  QUIET_REPAIRED)
 
 
 def exclusive_assigned(who: Regarding, *, cpus: CPUSet, mems: CPUSet | None,
@@ -78,6 +80,15 @@ def drift_repaired(who: Regarding, mismatch: Mismatch) -> PlacementEvent:
     return PlacementEvent(
         regarding=who, reason=DRIFT_REPAIRED, action="RepairCpuset", type="Warning",
         note=f"the kernel enforced {showed} (check: {mismatch.cause}); wrote back {wrote}")
+
+
+def quiet_repaired(who: Regarding, *, what: str, repaired: int, example: str) -> PlacementEvent:
+    """``repaired`` files kept for the container's quiet CPUs (``what``) were found changed
+    back, by irqbalance, a driver or a hand, and rewritten (``example``: the first)."""
+    return PlacementEvent(
+        regarding=who, reason=QUIET_REPAIRED, action="RepairQuietCpus", type="Warning",
+        note=f"{repaired} {what} setting(s) of its quiet CPUs found changed back and "
+             f"rewritten (first: {example})")
 
 
 def released_never_started(who: Regarding, *, kind: str, cpus: CPUSet,

@@ -40,6 +40,7 @@ PUBLISH_RESULTS = ("created", "updated", *REASONS)
 """What a write of the NodeResourceTopology object can end with."""
 
 QUIET_OUTCOMES = ("changed", "restored", "skipped", "failed")
+QUIET_REPAIRS = ("irq", "idle", "governor", "irqbalance")  # cpuset_cli.daemon.quiet_repairs
 """What became of a file in a quiet-CPU pass (``cpuset_service.quiet.QuietResult``)."""
 
 BUCKET_FRACTIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -146,6 +147,13 @@ class PluginMetrics:
             "(IRQ affinities, idle states, governors), by outcome.", ["outcome"], registry=r)
         for outcome in QUIET_OUTCOMES:
             self._quiet_files.labels(outcome)
+        self._quiet_repairs = Counter(
+            "nri_cpuset_quiet_repairs", "Quiet-CPU settings found changed back since written "
+            "(an IRQ moved back by irqbalance, a driver or a hand; an idle state or governor "
+            "turned back; an irqbalance told anew) and rewritten, by what.", ["what"],
+            registry=r)
+        for what in QUIET_REPAIRS:
+            self._quiet_repairs.labels(what)
         for outcome in ("applied", "failed", "rolled_back"):
             self._update_batches.labels(outcome)
             self._live_updates.labels(outcome)
@@ -226,6 +234,10 @@ class PluginMetrics:
     def quiet_files(self, outcome: str, files: int) -> None:
         """One quiet-CPU pass's files by outcome (``QUIET_OUTCOMES``)."""
         self._quiet_files.labels(outcome).inc(files)
+
+    def quiet_repairs(self, what: str, files: int) -> None:
+        """One check's repairs of ``what`` (``QUIET_REPAIRS``)."""
+        self._quiet_repairs.labels(what).inc(files)
 
     # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --
 

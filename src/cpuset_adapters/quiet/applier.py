@@ -20,6 +20,7 @@ from cpuset_adapters.quiet.host import (
     kernel_managed,
     parse_mask,
 )
+from cpuset_adapters.quiet.irqbalance import JOURNAL_PREFIX, IrqbalanceTeller
 from cpuset_adapters.quiet.journal import QuietJournal
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.quiet import QuietState
@@ -40,9 +41,12 @@ class QuietReport:
 class QuietApplier:
     """Writes what quiet CPUs need through ``host``, originals first into ``journal``."""
 
-    def __init__(self, host: QuietHost, journal: QuietJournal) -> None:
+    def __init__(self, host: QuietHost, journal: QuietJournal,
+                 irqbalance: IrqbalanceTeller | None = None) -> None:
         self.host = host
         self.journal = journal
+        self.irqbalance = irqbalance
+        """Tells running irqbalance daemons (``None``: they are not looked for)."""
         self._managed: set[str] = set()
         """IRQs that refused a write with EIO: the kernel's; not tried again."""
 
@@ -63,7 +67,11 @@ class QuietApplier:
         self.journal.save()  # before the first write: a kill -9 after it can be undone
         for path, value in wanted.items():
             self._write(path, value, path in fresh, report)
-        for path in sorted(set(self.journal.originals) - set(wanted)):
+        if self.irqbalance is not None:
+            quiet = state.irq_cpus & online
+            self.irqbalance.tell(quiet if quiet != online else CPUSet(), report)
+        files = (key for key in self.journal.originals if not key.startswith(JOURNAL_PREFIX))
+        for path in sorted(set(files) - set(wanted)):
             self._restore(path, self.journal.originals[path], report)
         self.journal.save()
         return report

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from cpuset_core.verify import Mismatch, Observed
 from cpuset_service.placement import PlacementService
@@ -25,8 +25,9 @@ SETTLE = 0.25
 """Quiet seconds after the last change before a pass: long enough for the runtime to apply
 what rode on its last answer, short enough to repair a dropped update within a second."""
 
-Read = Callable[[Mapping[str, str]], dict[str, Observed]]
-"""Container id → cgroup path in, what the kernel enforces out (blocking file reads)."""
+Read = Callable[[Mapping[str, str], Collection[str]], dict[str, Observed]]
+"""Container id → cgroup path in, and the containers whose CFS quota is judged; what the
+kernel enforces out (blocking file reads)."""
 
 
 class VerifierLoop:
@@ -67,8 +68,10 @@ class VerifierLoop:
         """One pass: snapshot, read off the loop, judge. A failure is logged, never raised."""
         start = self._clock()
         read_from, paths = self._verifier.snapshot()
+        quotas = self._verifier.quotas_judged()
         try:
-            observed = await asyncio.get_running_loop().run_in_executor(None, self._read, paths)
+            observed = await asyncio.get_running_loop().run_in_executor(
+                None, self._read, paths, quotas)
             self._verifier.verify(observed, read_from=read_from)
         except asyncio.CancelledError:
             raise

@@ -78,3 +78,12 @@ def test_quota_files_parse_as_the_kernel_writes_them(text: str, version: int, qu
 def test_anything_else_in_a_quota_file_is_an_error(text: str, version: int) -> None:
     with pytest.raises(ValueError, match="invalid literal"):
         parse_quota(text, version)
+
+
+def test_a_pass_reads_the_quota_of_only_the_containers_it_judges(tmp_path: Path) -> None:
+    path = v1(tmp_path, "100000")
+    reader = CgroupReader(tmp_path)
+    judged = reader.observe_all({"c1": path, "c2": path}, quotas={"c2"})
+    assert (judged["c1"].cfs_quota, judged["c2"].cfs_quota) == (None, 100_000)
+    assert judged["c1"].cpus == judged["c2"].cpus  # the cpuset is read for every container
+    assert reader.observe_all({"c1": path})["c1"].cfs_quota == 100_000  # no set: all

@@ -181,3 +181,15 @@ def test_a_refused_resize_is_a_warning_on_the_container(
     assert (event.regarding.name, event.reason, event.type) == ("db", "ResizeRefused",
                                                                 "Warning")
     assert event.note.startswith("resize refused, CPUs unchanged: needs 40 exclusive CPU(s)")
+
+
+def test_a_quiet_cpu_repair_is_a_warning_on_each_container_holding_it(
+        service: PlacementService, recorded: Recorded) -> None:
+    service.admit(DB, container("db-1", DB, cpu_limit=2, name="db"))
+    recorded.clear()
+    service.notices.quiet_repaired(["db-1", "gone-1"], "irq",
+                                   ["/proc/irq/24/smp_affinity_list"])
+    assert [(e.regarding.name, e.reason, e.type, e.note) for e in recorded] == [(
+        "db", "QuietCpusRepaired", "Warning",
+        "1 irq setting(s) of its quiet CPUs found changed back and rewritten (first: "
+        "/proc/irq/24/smp_affinity_list)")]

@@ -4,7 +4,7 @@ periodically; none before the runtime synchronized; a failing read does not stop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import CpusetEngine
@@ -19,8 +19,9 @@ def loop_with(reads: list[Mapping[str, str]], *, period: float,
               fail: bool = False) -> tuple[PlacementService, VerifierLoop]:
     service = PlacementService(CpusetEngine(build_topology(DUAL_SOCKET_HT)))
 
-    def read(paths: Mapping[str, str]) -> dict[str, Observed]:
+    def read(paths: Mapping[str, str], quotas: Collection[str]) -> dict[str, Observed]:
         reads.append(dict(paths))
+        assert not quotas  # nobody here runs unthrottled: no quota file is worth reading
         if fail:
             raise OSError("cgroupfs went away")
         return {}

@@ -155,7 +155,7 @@ def test_labels_are_low_cardinality_and_never_name_a_pod() -> None:
     metrics.update_batch("applied", ["web-7f9c"])
     text = metrics.exposition().decode()
     assert "web-7f9c" not in text  # the decisions above named no pod, and neither may a label
-    allowed = {"hook", "result", "kind", "reason", "outcome", "state", "cause", "le"}
+    allowed = {"hook", "result", "kind", "reason", "outcome", "state", "cause", "what", "le"}
     names = {name for (_, labels) in samples(metrics) for name, _ in labels}
     assert names <= allowed
     assert all(n.startswith("nri_cpuset_") for n, _ in samples(metrics))
@@ -177,3 +177,10 @@ def test_topology_writes_count_by_result_and_the_gauge_appears_only_with_a_publi
     assert value(metrics, name, result="created") == 1
     assert value(metrics, name, result="crd-missing") == 0  # every result exists from the start
     assert value(metrics, "nri_cpuset_topology_current") == 1
+
+
+def test_quiet_cpu_repairs_count_by_what_from_zero() -> None:
+    metrics = PluginMetrics()
+    assert value(metrics, "nri_cpuset_quiet_repairs_total", what="idle") == 0
+    metrics.quiet_repairs("irq", 2)
+    assert value(metrics, "nri_cpuset_quiet_repairs_total", what="irq") == 2

@@ -292,3 +292,11 @@ def test_a_container_no_longer_on_exclusive_cpus_alone_is_not_held_to_no_quota()
                 for cid, seen in kernel.observed().items()}
     verdict = verifier.verify(observed, read_from=read_from)
     assert [(m.container_id, m.cause) for m in verdict.found] == [("c-db", "quota")]
+
+
+def test_a_pass_judges_the_quota_of_only_the_containers_running_unthrottled() -> None:
+    kernel, verifier = rig()
+    db, web = pod("db"), pod("web", qos="burstable")
+    kernel.admit(db, container("c-db", db, cpu_limit=2))
+    kernel.admit(web, container("c-web", web))
+    assert verifier.quotas_judged() == {"c-db"}  # the shared container's file is not read

@@ -1,0 +1,57 @@
+"""The quiet loop's repairs (issue 43): files found changed back since the pass that wrote
+them (irqbalance moving an interrupt onto a quiet CPU, a driver re-requesting its IRQ, a
+hotplug, a hand) and rewritten by a pass whose wanted state had not changed; an irqbalance
+started since is told in such a pass too. Each repair is logged, counted by what it was, and
+told to the containers that hold those CPUs quiet (a Kubernetes Event each)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from cpuset_core import QuietState
+from cpuset_service.notices import Notices
+
+_log = logging.getLogger("nri_cpuset.quiet")
+
+WHATS: Final = ("irq", "idle", "governor", "irqbalance")
+"""What a repair rewrote: an IRQ affinity (or the default one), an idle state's ``disable``,
+a governor, a running irqbalance told again or told for the first time."""
+
+
+def what_of(changed: str) -> str:
+    """Which of :data:`WHATS` a pass's changed entry (a file path, or ``irqbalance PID: ...``)
+    is."""
+    if changed.startswith("irqbalance"):
+        return "irqbalance"
+    if "/cpuidle/" in changed:
+        return "idle"
+    if "/cpufreq/" in changed:
+        return "governor"
+    return "irq"
+
+
+def holders(state: QuietState, what: str) -> list[str]:
+    """The containers (ids) holding CPUs quiet for ``what``, each once."""
+    ids: dict[str, None] = {}
+    for wanted in state.cpus.values():
+        held = wanted.idle if what == "idle" else (
+            wanted.governors if what == "governor" else wanted.irqs)
+        ids.update(dict.fromkeys(held))
+    return list(ids)
+
+
+def tell_repairs(state: QuietState, changed: Sequence[str], notices: Notices,
+                 count: Callable[[str, int], None]) -> dict[str, list[str]]:
+    """Log, count and tell the repairs of one pass that kept ``state``; return them by what."""
+    found: dict[str, list[str]] = {}
+    for entry in changed:
+        found.setdefault(what_of(entry), []).append(entry)
+    for what, entries in found.items():
+        count(what, len(entries))
+        _log.warning("quiet CPUs repaired", extra={
+            "what": what, "repaired": len(entries), "files": "; ".join(entries),
+            "irq_cpus": str(state.irq_cpus)})
+        notices.quiet_repaired(holders(state, what), what, entries)
+    return found

@@ -17,12 +17,22 @@ Burstable weighted like a 1-CPU request (shares 1024, no quota) in turn, and a d
 pods' cgroups and the QoS tiers above them carry a kubelet's weights (``isolation_bench/
 weights.py``; the lab leaves them at the kernel's default). The cases, in this order in
 every round: the floor (the probe alone, no plugin), no plugin (the kubelet's ``none`` policy),
-the plugin's built-in defaults. The plugin with each isolation request (part 2) will be more
-cases; it is not built yet.
+the plugin's built-in defaults, then the plugin with each isolation request on the probe's pod
+in CRI-O's words: interrupts off (``irq-load-balancing.crio.io: disable``), idle states off
+(``cpu-c-states.crio.io: disable``), both ("quiet CPUs"), and a governor
+(``cpu-freq-governor.crio.io: performance``) only where cpufreq offers it (else printed as not
+available here).
+
+The host's interrupts and idle states are the machine's: the bench holds the host-wide lock
+(``cpuset_lab.quiet_host.held``) for its whole run, snapshots them first, and at the end puts
+back and compares (printed). The disk writer's IRQs are steered to the CPU the plugin gives the
+probe (found by a short probe run first; ``isolation_bench/disk_irq.py`` says why), printed.
+After each case: what it changed on the host while the probe ran, and how long the plugin took
+to put it back once its pods went.
 
 Prints, per round, a table: the lateness percentiles, the job's time, deadlines skipped,
 involuntary context switches, the probe's CPUs and the device interrupts they took per second;
-then each figure's ratio to the floor. Nothing is asserted.
+then each figure's ratio to the floor, then each case's host notes. Nothing is asserted.
 
 Run: ``nox -s bench-isolation`` or ``python bench/isolation.py [--quick] [--rounds N]``.
 """
@@ -38,7 +48,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from isolation_bench import interrupts, probe
-from isolation_bench.cases import CASES, FULL, NOT_YET, QUICK, Case, Sizes, check_cases, neighbours
+from isolation_bench.cases import (
+    FLOOR,
+    FULL,
+    PLUGIN_DEFAULTS,
+    QUICK,
+    Case,
+    Sizes,
+    cases,
+    check_cases,
+    neighbours,
+)
+from isolation_bench.host import BenchHost
 from isolation_bench.node import IsolationNode
 from isolation_bench.probe import Calibration, Workload
 from isolation_bench.stats import Lateness
@@ -48,37 +69,57 @@ from cpuset_core.cpuset import CPUSet
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import find_installation
+from cpuset_lab.quiet_host import writable
 
 SLACK = 10.0
 """How many times its work's length a probe run may take before it counts as hung (a loaded
 machine slows it, a hang must still end the bench)."""
 
 
-def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibration) -> CaseResult:
-    """One case: its plugin and neighbours, the probe run, all of it cleared after."""
+def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibration,
+            host: BenchHost) -> tuple[CaseResult, str]:
+    """One case: its plugin and neighbours, the probe run, all of it cleared after (the host's
+    files put back by the plugin before it stops); its result, and what it did to the host."""
     plugin = node.start_plugin(case) if case.plugin else None
+    put_back = ""
     try:
         if case.neighbours:
             node.start_neighbours(neighbours(sizes.spinners))
         work = sizes.workload
         nominal = work.periods * work.period_us / 1e6 + work.job_ms / 1e3
         output = node.run_probe(case, work.command(calibration),
-                                (60 + SLACK * nominal) * node.scale)
+                                (60 + SLACK * nominal) * node.scale, sample=host.during)
     finally:
         node.clear()
+        put_back = host.wait_put_back()
         if plugin is not None:
             plugin.stop()
     run = probe.parse_run(output.lines)
     taken = interrupts.taken(output.irqs_before, output.irqs_after, run.cpus)
-    return CaseResult(case=case, lateness=Lateness.from_ns(run.late_ns), job_ms=run.job_ns / 1e6,
-                      skipped=run.skipped, switches=run.duty_switches + run.job_switches,
-                      cpus=CPUSet(run.cpus).format(), irqs_per_s=taken / output.seconds)
+    result = CaseResult(case=case, lateness=Lateness.from_ns(run.late_ns),
+                        job_ms=run.job_ns / 1e6, skipped=run.skipped,
+                        switches=run.duty_switches + run.job_switches,
+                        cpus=CPUSet(run.cpus).format(), irqs_per_s=taken / output.seconds)
+    return result, f"  {case.name}: host while the probe ran: {output.sampled}; {put_back}"
+
+
+def exclusive_cpu(node: IsolationNode, sizes: Sizes, calibration: Calibration) -> int:
+    """The CPU the plugin's defaults give the probe beside its neighbours (a short probe)."""
+    plugin = node.start_plugin(PLUGIN_DEFAULTS)
+    try:
+        node.start_neighbours(neighbours(sizes.spinners))
+        tiny = Workload(periods=10, period_us=1000, work_us=1, job_ms=1)
+        output = node.run_probe(PLUGIN_DEFAULTS, tiny.command(calibration), 60 * node.scale)
+    finally:
+        node.clear()
+        plugin.stop()
+    return min(probe.parse_run(output.lines).cpus)
 
 
 def calibrate(node: IsolationNode) -> Calibration:
     """The work loops per millisecond, measured in the floor's setting (the probe alone)."""
     try:
-        output = node.run_probe(CASES[0], probe.CALIBRATE_COMMAND, 120 * node.scale)
+        output = node.run_probe(FLOOR, probe.CALIBRATE_COMMAND, 120 * node.scale)
     finally:
         node.clear()
     return probe.parse_calibration(output.lines)
@@ -95,7 +136,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
 
 
 def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir: Path,
-             load: str) -> None:
+             load: str, *, measured: tuple[tuple[Case, ...], list[str]]) -> None:
     """What the run measures, printed before its tables."""
     work = sizes.workload
     print(f"machine load before the run (/proc/loadavg: 1, 5, 15 min): {load} (a quiet "
@@ -106,9 +147,10 @@ def describe(lab: LabContainerd, sizes: Sizes, calibration: Calibration, workdir
           f"({calibration.loops_per_ms} loops/ms)")
     print(f"neighbours: {sizes.spinners} spinning (BestEffort and Burstable 1-CPU weighted in "
           f"turn) and a disk writer (dd oflag=direct, 4 KiB) under {workdir}")
-    for case in CASES:
+    for case in measured[0]:
         print(f"  {case.name}: {case.what}")
-    print(f"  not measured: {NOT_YET}")
+    for line in measured[1]:
+        print(f"  not measured: {line}")
     print("lateness = when the period's work finished - (deadline + work); skipped = deadlines "
           "passed while working; inv. cs = involuntary context switches; dev irq/s = device "
           "interrupts on the probe's CPUs", flush=True)
@@ -134,7 +176,15 @@ def cannot_run_here() -> str | None:
         return "needs root (it runs containerd)"
     if len(online_cpus()) < 2:
         return "needs two online CPUs (an exclusive CPU must leave a shared one)"
+    if not writable():
+        return "needs a writable /proc/irq (its quiet cases move interrupts)"
     return None
+
+
+def governors() -> list[str]:
+    """The governors the first CPU offers (none without cpufreq)."""
+    offered = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors")
+    return offered.read_text().split() if offered.is_file() else []
 
 
 def main() -> int:
@@ -157,11 +207,13 @@ def main() -> int:
         print(why, file=sys.stderr)
         return 2
     sizes = sizes_from(args)
-    check_cases(CASES)
+    measured = cases(governors())
+    check_cases(measured[0])
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     scale: float = args.time_scale
     with (contextlib.nullcontext(str(args.workdir)) if args.workdir is not None
-          else tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp")) as tmp:
+          else tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp,
+          BenchHost().held() as host):
         workdir = Path(tmp)
         probe_dir = probe.build(workdir / "build").parent
         # A slower machine (an emulated guest) takes longer to start and answer everything.
@@ -173,11 +225,16 @@ def main() -> int:
             lab.import_image()
             node = IsolationNode(lab, workdir, probe_dir, scale=scale)
             calibration = calibrate(node)
-            describe(lab, sizes, calibration, workdir, load)
+            describe(lab, sizes, calibration, workdir, load, measured=measured)
+            print("\n".join(host.steer_disk(node.io_dir,
+                                            exclusive_cpu(node, sizes, calibration))))
             for n in range(sizes.rounds):
-                results = [measure(node, case, sizes, calibration) for case in CASES]
+                results = [measure(node, case, sizes, calibration, host)
+                           for case in measured[0]]
                 print(f"\n== round {n + 1} of {sizes.rounds}")
-                print("\n".join(table(results)), flush=True)
+                print("\n".join(table([result for result, _ in results])))
+                print("on the host:")
+                print("\n".join(note for _, note in results), flush=True)
         finally:
             lab.close()
     return 0

@@ -2,15 +2,17 @@
 sizes (full and ``--quick``). Pure values; ``node.py`` and ``bench/isolation.py`` run them.
 
 A case is the machine the probe finds: neighbours or not, the plugin or not, the plugin's
-configuration, and the annotations on the probe's pod. The isolation requests of issue 43
-(part 2) will be more cases: the plugin with a request's annotation on the probe's pod
-(``annotations``) and the configuration that allows it (``plugin_config``)."""
+configuration, and the annotations on the probe's pod. The isolation requests of issue 43 are
+cases of their own: the plugin with a request's annotation, in CRI-O's words, on the probe's
+pod (the built-in defaults let every namespace ask); the governor's only where cpufreq exists
+(:func:`cases`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cpuset_core.quiet_request import CRIO_GOVERNOR, CRIO_IDLE, CRIO_IRQ
 from cpuset_lab.pod_spec import QosClass
 from isolation_bench.probe import Workload
 
@@ -35,9 +37,31 @@ NO_PLUGIN = Case(name="no plugin", what="neighbours, no plugin (the kubelet's `n
                  "every container on every CPU)", neighbours=True, plugin=False)
 PLUGIN_DEFAULTS = Case(name="plugin defaults", what="neighbours, nri-cpuset with its built-in "
                        "defaults (the probe on an exclusive CPU)", neighbours=True, plugin=True)
-CASES = (FLOOR, NO_PLUGIN, PLUGIN_DEFAULTS)
-NOT_YET = ("the plugin with each isolation request (quiet CPUs: interrupts, idle states, "
-           "frequency; issue 43 part 2) is not built yet, so not measured")
+QUIET_IRQS = Case(name="quiet irqs", what=f"as plugin defaults, the probe's pod asking "
+                  f"`{CRIO_IRQ}: disable` (every IRQ and the default affinity off its CPU)",
+                  neighbours=True, plugin=True, annotations={CRIO_IRQ: "disable"})
+QUIET_IDLE = Case(name="quiet idle", what=f"as plugin defaults, the probe's pod asking "
+                  f"`{CRIO_IDLE}: disable` (its CPU's idle states past polling disabled)",
+                  neighbours=True, plugin=True, annotations={CRIO_IDLE: "disable"})
+QUIET_CPUS = Case(name="quiet CPUs", what="as plugin defaults, the probe's pod asking both",
+                  neighbours=True, plugin=True,
+                  annotations={CRIO_IRQ: "disable", CRIO_IDLE: "disable"})
+GOVERNOR = "performance"
+QUIET_FREQ = Case(name="governor", what=f"as plugin defaults, the probe's pod asking "
+                  f"`{CRIO_GOVERNOR}: {GOVERNOR}` on its CPU",
+                  neighbours=True, plugin=True, annotations={CRIO_GOVERNOR: GOVERNOR})
+CASES = (FLOOR, NO_PLUGIN, PLUGIN_DEFAULTS, QUIET_IRQS, QUIET_IDLE, QUIET_CPUS)
+"""Every case measured on any machine, in this order in every round."""
+
+
+def cases(governors: Sequence[str]) -> tuple[tuple[Case, ...], list[str]]:
+    """The cases this machine can measure, given the governors its first CPU offers (none
+    without cpufreq), and what is not measured here, said why."""
+    if GOVERNOR in governors:
+        return (*CASES, QUIET_FREQ), []
+    why = (f"`{GOVERNOR}` is not among its governors ({', '.join(governors)})" if governors
+           else "this machine has no cpufreq (/sys/devices/system/cpu/cpu0/cpufreq)")
+    return CASES, [f"{QUIET_FREQ.name} ({QUIET_FREQ.what}): not available here, {why}"]
 
 
 def check_cases(cases: Sequence[Case]) -> None:

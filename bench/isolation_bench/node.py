@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,9 @@ from isolation_bench.weights import PodWeight, WeightWriter, kubelet_shares
 NAMESPACE = "isolation"
 SETTLE = 1.0
 """Seconds the neighbours run before the probe starts (every one of them spinning)."""
+SAMPLE_AT = 1.0
+"""Seconds into the probe's run when ``run_probe`` samples (its quiet CPU settled: the
+plugin's pass follows the container's start within a second, issue 43's acceptance)."""
 
 
 class ProbeFailedError(RuntimeError):
@@ -34,13 +37,14 @@ class ProbeFailedError(RuntimeError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProbeOutput:
-    """The probe's output lines, the seconds its container ran (from start to seen exited)
-    and the device interrupts per CPU before and after."""
+    """The probe's output lines, the seconds its container ran (from start to seen exited),
+    the device interrupts per CPU before and after, and what ``sample`` said while it ran."""
 
     lines: list[str]
     seconds: float
     irqs_before: dict[int, int]
     irqs_after: dict[int, int]
+    sampled: str = ""
 
 
 class IsolationNode:
@@ -65,8 +69,12 @@ class IsolationNode:
         """``nri-cpuset run`` with the case's configuration, once it synchronized."""
         config = self.workdir / f"plugin-{self.runs}.toml"
         config.write_text(case.plugin_config)  # empty: the built-in defaults, not /etc's file
+        # Its own journal of quiet CPUs' originals: the default one is the host's, and another
+        # lab's plugin starting meanwhile would put back what a quiet case needs.
+        journal = self.workdir / f"quiet-{self.runs}.json"
         plugin = PluginProcess(self.lab.nri_socket, self.workdir / f"plugin-{self.runs}.log",
-                               cri_socket=self.lab.cri_address, args=("--config", str(config)))
+                               cri_socket=self.lab.cri_address,
+                               args=("--config", str(config), "--quiet-journal", str(journal)))
         plugin.start()
         try:
             plugin.wait_for("synchronized", 1, timeout=60 * self.scale)
@@ -91,10 +99,12 @@ class IsolationNode:
 
     # -- the probe -------------------------------------------------------------------------------
 
-    def run_probe(self, case: Case, command: Sequence[str], timeout: float) -> ProbeOutput:
+    def run_probe(self, case: Case, command: Sequence[str], timeout: float,
+                  sample: Callable[[], str] | None = None) -> ProbeOutput:
         """Run ``command`` in a Guaranteed 1-CPU pod (with the case's annotations) until it
         exits; raises :class:`ProbeFailedError` with its log's tail if it fails or outlives
-        ``timeout`` seconds."""
+        ``timeout`` seconds. ``sample`` is called once while it runs, :data:`SAMPLE_AT`
+        seconds in (or at its first poll after exiting, if it ran shorter)."""
         self.runs += 1
         logs = self.workdir / "logs" / f"probe-{self.runs}"
         (logs / "probe").mkdir(parents=True, exist_ok=True)
@@ -107,7 +117,10 @@ class IsolationNode:
             pod_id, "probe", self.lab.image, resources=guaranteed(1, "64Mi"), command=command,
             mounts=[Mount(container_path=MOUNT_POINT, host_path=str(self.probe_dir))])
         status = self.cri.container_status(cid)
+        sampled = ""
         while status.state != "CONTAINER_EXITED":
+            if sample is not None and not sampled and time.monotonic() - started > SAMPLE_AT:
+                sampled = sample()
             if time.monotonic() - started > timeout:
                 raise ProbeFailedError(f"the probe ran longer than {timeout:.0f} s ({case.name})")
             time.sleep(0.1)
@@ -120,7 +133,8 @@ class IsolationNode:
             raise ProbeFailedError(f"the probe exited {status.exit_code} ({case.name}): "
                                    f"{status.reason} {status.message}\n{tail}")
         self.cri.remove(cid)
-        return ProbeOutput(lines=lines, seconds=seconds, irqs_before=before, irqs_after=after)
+        return ProbeOutput(lines=lines, seconds=seconds, irqs_before=before, irqs_after=after,
+                           sampled=sampled or (sample() if sample is not None else ""))
 
     def clear(self) -> None:
         """Every pod stopped and removed (their cgroups too), the QoS tiers' weights put

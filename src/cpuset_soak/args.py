@@ -12,6 +12,9 @@ from .walk import WEIGHTS
 
 RUNTIMES: Final = {"1.7": "1.7.", "2.x": "2."}
 """``--runtime`` → the version prefix its installation must report."""
+GROUPS: Final = {"quiet": frozenset({"create-quiet-request"})}
+"""Names ``--without`` takes for several kinds (``quiet``: every quiet-CPU request, so the
+walk never changes the host's interrupts or idle states, nor takes its lock)."""
 
 
 def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
@@ -33,17 +36,18 @@ def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
     parser.add_argument("--time-scale", type=_scale, default=1.0, metavar="F",
                         help="every wait F times longer (an emulated VM lab guest: 8)")
     parser.add_argument("--without", type=_kinds, default=frozenset(), metavar="KIND,...",
-                        help=f"operations and faults the walk never draws ({', '.join(WEIGHTS)})")
+                        help="operations and faults the walk never draws "
+                        f"({', '.join([*GROUPS, *WEIGHTS])})")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory")
     return parser.parse_args(argv)
 
 
 def _kinds(text: str) -> frozenset[str]:
-    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
-    if unknown := sorted(kinds - set(WEIGHTS)):
+    named = frozenset(k.strip() for k in text.split(",") if k.strip())
+    if unknown := sorted(named - set(WEIGHTS) - set(GROUPS)):
         raise argparse.ArgumentTypeError(f"unknown kind(s) {', '.join(unknown)} (known: "
-                                         f"{', '.join(WEIGHTS)})")
-    return kinds
+                                         f"{', '.join([*GROUPS, *WEIGHTS])})")
+    return frozenset().union(*(GROUPS.get(k, {k}) for k in named))
 
 
 def _scale(text: str) -> float:

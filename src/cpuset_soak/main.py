@@ -11,7 +11,10 @@ kubelet does) and containers created and never started (started within the plugi
 grace, after it, or their pod deleted). Faults: the plugin killed -9
 (also mid-burst), SIGSTOPped past the NRI request timeout, containerd restarted, runc refusing
 updates, a reload narrowing who may pin, a reader hammering the status socket, and with
-``--hotplug`` (root on cgroup v2: a VM lab guest) CPUs taken offline and back.
+``--hotplug`` (root on cgroup v2: a VM lab guest) CPUs taken offline and back. Pods asking
+for quiet CPUs (interrupts, idle states: CRI-O's keys and this project's) are walked too, the
+host's lock (``cpuset_lab.quiet_host.held``) held for the whole walk and the host checked
+against its snapshot (``quiet_invariant``); ``--without quiet`` skips them.
 
 Every step is written to ``history.jsonl`` in the run's directory (kept when a violation is
 found, with the plugin's and containerd's logs); ``--replay FILE`` runs the same operations.
@@ -35,10 +38,12 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from cpuset_core.cpuset import CPUSet
+from cpuset_lab import quiet_host
 from cpuset_lab.cgroups import online_cpus
 from cpuset_lab.containerd_install import Installation, LabError, find_installation
 
@@ -49,6 +54,7 @@ from .hotplug import Offlining
 from .model import Node
 from .node import LabNode
 from .parts import Model, Pace
+from .quiet_watch import QuietWatch
 from .record import Record
 from .runner import Soak, Violated
 from .walk import Walk
@@ -150,9 +156,10 @@ def _soak(args: argparse.Namespace, plan: Plan, installation: Installation, onli
     workdir = Path(tempfile.mkdtemp(prefix="nri-soak-"))
     pace = Pace(args.time_scale)
     model = Model(Node(online=online, reserved=args.reserved, grace=pace.grace()))
+    quiet = "create-quiet-request" not in args.without and quiet_host.writable()
     node = LabNode(workdir, installation, reserved=args.reserved,
                    strict_reservation=model.node.strict_reservation,
-                   verify_period=args.verify_period, pace=pace)
+                   verify_period=args.verify_period, pace=pace, quiet=quiet)
     print(f"soak: seed {plan.seed}, containerd {installation.version()} ({plan.runtime}), "
           f"online {online}, "
           f"{'replaying ' + str(args.replay) if plan.replayed else f'{args.minutes} min'}"
@@ -163,11 +170,11 @@ def _soak(args: argparse.Namespace, plan: Plan, installation: Installation, onli
           flush=True)
     started = time.monotonic()
     record = Record()
-    with (workdir / "history.jsonl").open("w", encoding="utf-8") as out:
+    with (workdir / "history.jsonl").open("w", encoding="utf-8") as out, _host(quiet) as watch:
         soak = Soak(node, model, record,
                     HistoryWriter(out, Header(plan.seed, plan.runtime, online.format(),
                                               args.minutes)),
-                    seed=plan.seed, cpus=Offlining(offlinable))
+                    seed=plan.seed, cpus=Offlining(offlinable), quiet=watch)
         failed = _walk(soak, plan, args)
     minutes = (time.monotonic() - started) / 60
     for line in report.summary(record.tally):
@@ -178,6 +185,27 @@ def _soak(args: argparse.Namespace, plan: Plan, installation: Installation, onli
         shutil.rmtree(workdir, ignore_errors=True)
     print(report.closing(record.tally, minutes, plan.seed, record.step), flush=True)
     return 1 if failed else 0
+
+
+@contextmanager
+def _host(quiet: bool) -> Iterator[QuietWatch | None]:
+    """The host's quiet-CPU files to this soak alone while it walks quiet requests (they are
+    the machine's, not the lab's), snapshot first; None when it does not walk them."""
+    if not quiet:
+        print("soak: quiet CPUs not walked (--without quiet, or /proc/irq not writable)")
+        yield None
+        return
+    print(f"soak: waiting for the host's quiet-CPU lock {quiet_host.LOCK}", flush=True)
+    with quiet_host.held():
+        print(f"soak: host lock held from {time.strftime('%H:%M:%S')}", flush=True)
+        watch = QuietWatch()
+        print(f"soak: {watch.describe()}", flush=True)
+        try:
+            yield watch
+        finally:
+            for line in watch.put_back():
+                print(f"soak: {line}")
+            print(f"soak: host lock let go at {time.strftime('%H:%M:%S')}", flush=True)
 
 
 def _walk(soak: Soak, plan: Plan, args: argparse.Namespace) -> bool:

@@ -36,10 +36,11 @@ class LabRuntime:
 class LabNode:
     """containerd + ``nri-cpuset run`` in ``workdir``; ``verify_period`` goes to the plugin's
     configuration (the soak settles for that long after each step); every wait is
-    ``pace.scale`` times longer (an emulated guest)."""
+    ``pace.scale`` times longer (an emulated guest); ``quiet``: the plugin may quiet CPUs."""
 
     def __init__(self, workdir: Path, installation: Installation, *, reserved: CPUSet,
-                 strict_reservation: bool, verify_period: int, pace: Pace) -> None:
+                 strict_reservation: bool, verify_period: int, pace: Pace,
+                 quiet: bool = False) -> None:
         self.workdir = workdir
         self.verify_period = verify_period
         self.pace = pace
@@ -50,7 +51,7 @@ class LabNode:
         self.plugin = LabPlugin(workdir, self.lab.nri_socket, cri_socket=self.lab.cri_address,
                                 reserved=reserved,
                                 strict_reservation=strict_reservation,
-                                verify_period=verify_period, pace=pace)
+                                verify_period=verify_period, pace=pace, quiet=quiet)
         self.runtime = LabRuntime(self.lab, self.plugin)
         client = self.lab.client()
         client.timeout = max(client.timeout, pace.seconds(60))

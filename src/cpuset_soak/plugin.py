@@ -45,11 +45,12 @@ class LabPlugin:
     """``nri-cpuset run`` on ``nri_socket``, its files in ``workdir``: the configuration
     (``reserved``, ``strict_reservation``, ``verify_period`` and the pace's ``start_grace``
     fixed, ``pinning.namespaces`` rewritten by reloads), ``plugin.log`` and
-    ``status/status.sock``."""
+    ``status/status.sock``; quiet CPUs (``quiet``) journaled in the run's own directory, else
+    off: the default journal is the host's, another lab's plugin would put back ours."""
 
     def __init__(self, workdir: Path, nri_socket: Path, *, cri_socket: Path,
                  reserved: CPUSet, strict_reservation: bool, verify_period: int,
-                 pace: Pace) -> None:
+                 pace: Pace, quiet: bool = False) -> None:
         status = workdir / "status"
         status.mkdir(mode=0o700, exist_ok=True)
         (workdir / "plugin.log").touch()
@@ -59,7 +60,9 @@ class LabPlugin:
         self.process = PluginProcess(nri_socket, workdir / "plugin.log",
                                      status_socket=status / "status.sock",
                                      cri_socket=cri_socket,
-                                     args=("--config", str(self.config)))
+                                     args=("--config", str(self.config), "--quiet-journal",
+                                           str(workdir / "quiet-originals.json") if quiet
+                                           else ""))
         self.rejections = Rejections(workdir / "plugin.log")
         self.up = False
 

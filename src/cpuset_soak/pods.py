@@ -138,7 +138,8 @@ def create_container(pod: Pod, name: str, kind: str, *, cpus: int,
                               created_at=model.node.clock())
     record.outcome(f"admitted {subject} as {cid[:12]}")
     if managed:
-        record.admitted(container.kind)
+        record.admitted(container.kind if kind != requests.QUIET_REQUEST
+                        else f"{container.kind} asking quiet CPUs")
         refused_yet_exists(subject, cid, plugin=plugin, record=record)
     with model.lock:
         pod.containers[name] = container

@@ -24,6 +24,8 @@ class Tally:
     admitted: Counter[str] = field(default_factory=Counter)
     """Containers admitted, by the model's kind: which kinds the walk really placed."""
     checks: int = 0
+    quiet_checks: int = 0
+    """Of those, the host's quiet-CPU files checked (``quiet_invariant``)."""
     violations: list[str] = field(default_factory=list)
     settles: list[float] = field(default_factory=list)
     """Seconds from a step's end until its eventual invariants held."""

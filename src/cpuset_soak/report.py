@@ -94,4 +94,5 @@ def summary(tally: Tally) -> list[str]:
     return [f"operations by kind: {_counts(tally.ops)}",
             f"containers created one by one and admitted, by kind: {_counts(tally.admitted)}",
             f"refusals by reason: {_counts(tally.refusals)}",
-            settle_line(tally.settles), memory_line(tally.memory)]
+            settle_line(tally.settles), memory_line(tally.memory),
+            f"quiet-CPU checks of the host's files: {tally.quiet_checks}"]

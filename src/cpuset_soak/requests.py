@@ -10,10 +10,13 @@ the kind the model gives it once admitted — the plugin's documented rules, wri
 * ``reserved-request``: a Burstable pod with ``reserved-cpus`` the same, from a namespace that
   may pin; none reserved: on the pool (``unmet_requests`` best effort);
 * ``isolated-request``: a Guaranteed container with ``isolated-cpus``, from a namespace that may
-  pin: the soak's machines isolate no CPU, so it is an integer container (best effort).
+  pin: the soak's machines isolate no CPU, so it is an integer container (best effort);
+* ``quiet-request``: a pod asking for quiet CPUs (``quiet``): Guaranteed, an integer container
+  whose CPUs the plugin quiets; Burstable now and then, a shared one whose request is ignored;
+  a value the plugin does not understand is refused before anything else.
 
-A gated request (``reserved-cpus``, ``isolated-cpus``) from a namespace that may not pin is
-refused like a pin."""
+A gated request (``reserved-cpus``, ``isolated-cpus``, quiet CPUs) from a namespace that may
+not pin is refused like a pin."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from typing import Final
 from cpuset_adapters.cri.results import Resources
 from cpuset_lab.resources import container_resources, guaranteed
 
+from . import quiet
 from .model import EXCLUSIVE, INTEGER, MIXED, RESERVED, SHARED, Node, Pod
 from .prediction import ADMIT, NAMESPACE, Prediction, refuse
 
@@ -30,10 +34,12 @@ MIXED_REQUEST: Final = "mixed"
 SYSTEM: Final = "system"
 RESERVED_REQUEST: Final = "reserved-request"
 ISOLATED_REQUEST: Final = "isolated-request"
-SHAPES: Final = (OPTED_OUT, MIXED_REQUEST, SYSTEM, RESERVED_REQUEST, ISOLATED_REQUEST)
+QUIET_REQUEST: Final = "quiet-request"
+SHAPES: Final = (OPTED_OUT, MIXED_REQUEST, SYSTEM, RESERVED_REQUEST, ISOLATED_REQUEST,
+                 QUIET_REQUEST)
 
 DOMAIN: Final = "nri-cpuset.io"
-GATED: Final = frozenset({RESERVED_REQUEST, ISOLATED_REQUEST})
+GATED: Final = frozenset({RESERVED_REQUEST, ISOLATED_REQUEST, QUIET_REQUEST})
 """Requests that take CPUs from everyone else: only namespaces that may pin may ask."""
 SYSTEM_NAMESPACE: Final = "kube-system"
 
@@ -50,7 +56,7 @@ def annotations_of(shape: str, *, per_container: bool) -> dict[str, str]:
 
 
 def qos(shape: str, cpus: int) -> str:
-    if shape == RESERVED_REQUEST or (shape == SYSTEM and not cpus):
+    if shape == RESERVED_REQUEST or (shape in (SYSTEM, QUIET_REQUEST) and not cpus):
         return "Burstable"
     return "Guaranteed"
 
@@ -86,7 +92,10 @@ def exclusive(kind: str, cpus: int) -> int:
 
 def predict(node: Node, pod: Pod, shape: str, cpus: int) -> Prediction:
     """What the plugin may answer to a container of ``shape`` in ``pod``."""
-    if shape in GATED and not node.allowed(pod.namespace):
+    if shape == QUIET_REQUEST and (reason := quiet.refusal(pod.requests)) is not None:
+        return refuse(reason)  # read when the container is classified, before any gate
+    asks = shape != QUIET_REQUEST or quiet.asked(pod.requests).anything
+    if shape in GATED and asks and not node.allowed(pod.namespace):
         return refuse(NAMESPACE)
     kind = kind_of(node, shape, cpus)
     if kind == RESERVED:

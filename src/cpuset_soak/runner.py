@@ -20,6 +20,7 @@ from .hotplug import Offlining
 from .model import CREATED, INTEGER, MIXED
 from .node import LabNode
 from .parts import Model
+from .quiet_watch import QuietWatch
 from .record import Record
 
 SAMPLE: Final = 0.3
@@ -54,9 +55,12 @@ class Soak:
     happened, ``history`` every operation as it starts."""
 
     def __init__(self, node: LabNode, model: Model, record: Record,
-                 history: HistoryWriter, *, seed: int, cpus: Offlining) -> None:
+                 history: HistoryWriter, *, seed: int, cpus: Offlining,
+                 quiet: QuietWatch | None = None) -> None:
         self.node, self.model, self.record, self.history = node, model, record, history
         self.seed = seed
+        self.quiet = quiet
+        """The host's quiet-CPU files, checked after settling (None: quiet CPUs not walked)."""
         self.beside = Beside()
         self.all_mems = kernel.numa_nodes(model.node.online)
         self.parts = Parts(kubelet=node.kubelet, model=model, record=record, checks=self,
@@ -185,6 +189,9 @@ class Soak:
                                            held)
             found += invariants.kernel_agrees(model, view)
             found += invariants.state_matches(model, view, state, waiting)
+            if self.quiet is not None:
+                self.record.tally.quiet_checks += 1
+                found += self.quiet.check(model, {cid: seen.cpus for cid, seen in view.items()})
             known = {c.cid for c in running}
             ours = {pod.pod_id: pod.name for pod in model.pods.values()}
         found += [f"{ours[c.pod_id]}/{c.name} ({c.id[:12]}) runs, but the soak never saw it "
@@ -202,6 +209,9 @@ class Soak:
             self.apply({"kind": "delete", "pod": name})
         self.settle()
         found = invariants.empty_state(self.model.node, self.node.plugin.inspect())
+        if self.quiet is not None:  # every pod gone: the host as it was before the walk
+            self.record.tally.quiet_checks += 1
+            found += self.quiet.left_changed()
         self.node.lab.cleanup()  # the pod cgroup parents a kubelet would remove
         kubelet = self.node.kubelet
         leftovers = kernel.leftover_cgroups(kubelet.uids, kubelet.cids)

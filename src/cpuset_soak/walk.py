@@ -15,7 +15,7 @@ from typing import Final
 
 from cpuset_core.cpuset import EMPTY, CPUSet
 
-from . import requests
+from . import quiet, requests
 from .history import Op
 from .model import BEST_EFFORT, EXCLUSIVE, INTEGER, MIXED, PINNED, RESERVED, SHARED, Node
 from .retries import NeverRun
@@ -29,7 +29,7 @@ WEIGHTS: Final = {
     "containerd-restart": 1, "runc-refuse": 2.5, "narrow-pins": 1, "status-hammer": 2,
     "create-failing": 2.5, "create-unstarted": 2.5,
     "create-opted-out": 4, "create-mixed": 6, "create-system": 5, "create-reserved-request": 3,
-    "create-isolated-request": 3,
+    "create-isolated-request": 3, "create-quiet-request": 5,
 }
 """Relative weights; a kind that cannot be done now (nothing to delete) is skipped."""
 BAD_PINS: Final = ("0,,1", "x", "3-1", "0-", "64", "4095", "1,99")
@@ -210,6 +210,15 @@ class Walk:
     def _create_isolated_request(self) -> Op | None:
         return self._request(requests.ISOLATED_REQUEST, self._fitting_integer(),
                              self._gated_namespace())
+
+    def _create_quiet_request(self) -> Op | None:
+        """Quiet CPUs for whole CPUs that mostly fit, a Burstable pod's now and then (shared:
+        ignored). Never on runc-faulty: a refused move would part the CPUs the plugin quiets
+        (its ledger's) from the kernel's."""
+        cpus = self._fitting_integer() if self.rng.random() < 0.85 else 0
+        op = self._create(requests.QUIET_REQUEST, cpus=cpus, namespace=self._gated_namespace(),
+                          annotations=quiet.draw(self.rng))
+        return None if op is None else {**op, "handler": ""}
 
     def _create_bad_pin(self) -> Op | None:
         return self._create(PINNED, pins=self.rng.choice(BAD_PINS),

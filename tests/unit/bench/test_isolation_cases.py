@@ -12,7 +12,12 @@ from isolation_bench.cases import (
     NO_PLUGIN,
     PLUGIN_DEFAULTS,
     QUICK,
+    QUIET_CPUS,
+    QUIET_FREQ,
+    QUIET_IDLE,
+    QUIET_IRQS,
     Case,
+    cases,
     check_cases,
     neighbours,
 )
@@ -21,8 +26,8 @@ from cpuset_lab.pod_spec import QosClass
 from cpuset_lab.resources import container_resources
 
 
-def test_one_run_measures_the_floor_then_no_plugin_then_the_plugins_defaults() -> None:
-    assert CASES == (FLOOR, NO_PLUGIN, PLUGIN_DEFAULTS)
+def test_one_run_measures_the_floor_no_plugin_the_defaults_then_each_quiet_request() -> None:
+    assert CASES == (FLOOR, NO_PLUGIN, PLUGIN_DEFAULTS, QUIET_IRQS, QUIET_IDLE, QUIET_CPUS)
     check_cases(CASES)
     assert (FLOOR.neighbours, FLOOR.plugin) == (False, False)
     assert (NO_PLUGIN.neighbours, NO_PLUGIN.plugin) == (True, False)
@@ -31,11 +36,27 @@ def test_one_run_measures_the_floor_then_no_plugin_then_the_plugins_defaults() -
     assert not PLUGIN_DEFAULTS.annotations
 
 
-def test_an_isolation_request_is_one_more_case_with_its_annotation() -> None:
-    quiet = Case(name="quiet cpus", what="the plugin, interrupts off the probe's CPU",
-                 neighbours=True, plugin=True,
-                 annotations={"irq-load-balancing.crio.io": "disable"})
-    check_cases((*CASES, quiet))
+def test_each_isolation_request_is_the_plugins_defaults_with_crios_annotation() -> None:
+    assert dict(QUIET_IRQS.annotations) == {"irq-load-balancing.crio.io": "disable"}
+    assert dict(QUIET_IDLE.annotations) == {"cpu-c-states.crio.io": "disable"}
+    assert dict(QUIET_CPUS.annotations) == {**QUIET_IRQS.annotations, **QUIET_IDLE.annotations}
+    assert dict(QUIET_FREQ.annotations) == {"cpu-freq-governor.crio.io": "performance"}
+    for case in (QUIET_IRQS, QUIET_IDLE, QUIET_CPUS, QUIET_FREQ):
+        assert (case.neighbours, case.plugin, case.plugin_config) == (True, True, "")
+
+
+def test_the_governor_is_measured_only_where_cpufreq_offers_it() -> None:
+    assert cases(["powersave", "performance"]) == ((*CASES, QUIET_FREQ), [])
+    measured, skipped = cases([])
+    assert measured == CASES
+    assert len(skipped) == 1
+    assert "governor" in skipped[0]
+    assert "no cpufreq" in skipped[0]
+    measured, skipped = cases(["schedutil"])
+    assert measured == CASES
+    assert "not among its governors (schedutil)" in skipped[0]
+    for found, _ in (cases([]), cases(["performance"])):
+        check_cases(found)
 
 
 @pytest.mark.parametrize(("cases", "message"), [

@@ -88,10 +88,9 @@ def describe(saved: Snapshot, accepting: list[Path]) -> str:
              f"cpufreq: {'yes' if any(CPU.glob('cpu[0-9]*/cpufreq')) else 'none'}",
              f"default_smp_affinity: {saved.get(IRQ / 'default_smp_affinity')}",
              "IRQs (number, affinity, accepts a write, name):"]
-    for path in sorted((p for p in saved if p.name == "smp_affinity_list"), key=number):
-        lines.append(f"  {number(path):>4} {saved[path]:>6} "
-                     f"{'yes' if path in accepting else 'no (EIO)':<9} "
-                     f"{names.get(number(path), '?')}")
+    lines += [f"  {number(path):>4} {saved[path]:>6} "
+              f"{'yes' if path in accepting else 'no (EIO)':<9} {names.get(number(path), '?')}"
+              for path in sorted((p for p in saved if p.name == "smp_affinity_list"), key=number)]
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ returned: a figure, measured and printed, never judged (the wait is the hang gua
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +27,8 @@ from cpuset_lab.resources import guaranteed
 from tests.vm import quiet
 from tests.vm.runtime import RESULTS, SCALE, Guest, Pods, wait_until
 
+Record = Callable[[str, object], None]
+"""pytest's ``record_testsuite_property``."""
 PATIENCE = 60.0
 """Host seconds (scaled) any one wait here may take before the test counts as hung."""
 
@@ -46,17 +48,18 @@ def note(text: str) -> None:
 
 
 @contextmanager
-def quiet_pod(guest: Guest, pods: Pods, irqs: list[Path],
-              record: pytest.RecordProperty) -> Iterator[tuple[str, int]]:
+def quiet_pod(guest: Guest, pods: Pods, irqs: list[Path], record: Record,
+              label: str) -> Iterator[tuple[str, int]]:
     """A Guaranteed pod in CRI-O's words with a 1-CPU container: (its pod, its CPU) once
-    quiet, the seconds that took after its start returned measured and kept."""
+    quiet, the seconds that took after its start returned measured and kept (the JUnit
+    report's suite property ``quiet_after_start_s.<label>``: xunit2 has no test properties)."""
     pod = pods.pod("dpdk", QosClass.GUARANTEED, annotations=quiet.CRIO_QUIET)
     cid = pods.container(pod, "app", guaranteed(1, "64Mi"))
     started = time.monotonic()
     [entry] = [c for c in guest.state()["containers"] if c["id"] == cid]
     cpu = int(entry["cpus"])
     seconds = quiet.first_quiet(cpu, irqs, started, PATIENCE * SCALE)
-    record("quiet_after_start_s", f"{seconds:.2f}")
+    record(f"quiet_after_start_s.{label}", f"{seconds:.2f}")
     note(f"CPU {cpu} quiet {seconds:.2f} s (guest monotonic) after the start returned; "
          f"reason: {entry.get('reason', '')}")
     yield pod, cpu
@@ -70,7 +73,7 @@ def put_back(guest: Guest, saved: Snapshot) -> None:
 
 def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_and_gets_them_back(
         guest: Guest, pods: Pods, facts: tuple[Snapshot, list[Path]],
-        record_property: pytest.RecordProperty) -> None:
+        record_testsuite_property: Record) -> None:
     saved, irqs = facts
     note(quiet.describe(saved, irqs))
     managed = quiet.managed(saved, irqs)
@@ -78,7 +81,7 @@ def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_and_gets_them_back(
     assert any("nvme" in names.get(n, "") for n in managed), (  # the shape has NVMe queues
         f"no NVMe queue vector refused a write: {quiet.describe(saved, irqs)}")
     assert any("nvme" in names.get(quiet.number(p), "") for p in irqs)  # admin vectors do not
-    with quiet_pod(guest, pods, irqs, record_property) as (_, cpu):
+    with quiet_pod(guest, pods, irqs, record_testsuite_property, "alone") as (_, cpu):
         others = [p for c in range(8) if c != cpu for p in quiet.deep_idle_states(c)]
         assert all(p.read_text().strip() == saved[p] for p in others)  # its CPU's alone
         # Only IRQs allowed on its CPU are tried: the refusals of those are named.
@@ -99,10 +102,10 @@ def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_and_gets_them_back(
 
 def test_a_plugin_killed_while_a_pod_is_quiet_puts_back_at_its_next_start(
         guest: Guest, pods: Pods, facts: tuple[Snapshot, list[Path]],
-        record_property: pytest.RecordProperty) -> None:
+        record_testsuite_property: Record) -> None:
     saved, irqs = facts
     try:
-        with quiet_pod(guest, pods, irqs, record_property) as (pod, _):
+        with quiet_pod(guest, pods, irqs, record_testsuite_property, "before_kill") as (pod, _):
             guest.plugin.kill()
             guest.cri.stop_pod(pod)  # the pod goes while nobody is there to put anything back
             guest.cri.remove_pod(pod)

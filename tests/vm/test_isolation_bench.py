@@ -41,15 +41,18 @@ def test_the_isolation_bench_runs_in_the_guest(shape: ShapeFacts) -> None:
     command = [sys.executable, str(REPO / "bench" / "isolation.py"), *args,
                "--workdir", str(work), "--time-scale", f"{max(1.0, SCALE):g}"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    report = RESULTS / "isolation.txt"
     began = time.monotonic()
-    try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False,
-                              timeout=7200)
-    finally:
-        subprocess.run(["umount", str(work / "io")], check=False)
-    took = time.monotonic() - began
-    header = (f"$ {shlex.join(command[1:])}\n(guest: {os.cpu_count()} vCPUs, disk writer on "
-              f"{disk} of {address}; {took:.0f} s in the guest)\n")
-    (RESULTS / "isolation.txt").write_text(header + done.stdout + done.stderr)
-    print(header + done.stdout)
-    assert done.returncode == 0, f"the bench exited {done.returncode}:\n{done.stderr[-4000:]}"
+    # Written as it runs (the results directory is the host's): a long run can be followed.
+    with report.open("w") as out:
+        out.write(f"$ {shlex.join(command[1:])}\n(guest: {os.cpu_count()} vCPUs, disk "
+                  f"writer on {disk} of {address})\n")
+        out.flush()
+        try:
+            done = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  check=False, timeout=7200)
+        finally:
+            subprocess.run(["umount", str(work / "io")], check=False)
+        out.write(f"({time.monotonic() - began:.0f} s in the guest)\n")
+    print(report.read_text())
+    assert done.returncode == 0, f"the bench exited {done.returncode}: see {report}"

@@ -40,6 +40,7 @@ Run: ``nox -s bench-isolation`` or ``python bench/isolation.py [--quick] [--roun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -86,8 +87,8 @@ def measure(node: IsolationNode, case: Case, sizes: Sizes, calibration: Calibrat
             node.start_neighbours(neighbours(sizes.spinners))
         work = sizes.workload
         nominal = work.periods * work.period_us / 1e6 + work.job_ms / 1e3
-        output = node.run_probe(case, work.command(calibration), 60 + SLACK * nominal,
-                                sample=host.during)
+        output = node.run_probe(case, work.command(calibration),
+                                (60 + SLACK * nominal) * node.scale, sample=host.during)
     finally:
         node.clear()
         put_back = host.wait_put_back()
@@ -110,7 +111,7 @@ def exclusive_cpu(node: IsolationNode, sizes: Sizes, calibration: Calibration,
     try:
         node.start_neighbours(neighbours(sizes.spinners))
         tiny = Workload(periods=10, period_us=1000, work_us=1, job_ms=1)
-        output = node.run_probe(PLUGIN_DEFAULTS, tiny.command(calibration), 60)
+        output = node.run_probe(PLUGIN_DEFAULTS, tiny.command(calibration), 60 * node.scale)
     finally:
         node.clear()
         plugin.stop()
@@ -143,7 +144,7 @@ def arrange_disk(node: IsolationNode, host: BenchHost, sizes: Sizes,
 def calibrate(node: IsolationNode) -> Calibration:
     """The work loops per millisecond, measured in the floor's setting (the probe alone)."""
     try:
-        output = node.run_probe(FLOOR, probe.CALIBRATE_COMMAND, 120)
+        output = node.run_probe(FLOOR, probe.CALIBRATE_COMMAND, 120 * node.scale)
     finally:
         node.clear()
     return probe.parse_calibration(output.lines)
@@ -187,6 +188,14 @@ def positive(text: str) -> int:
     return value
 
 
+def slower(text: str) -> float:
+    """A time scale: how many times slower than this host (1 or more)."""
+    value = float(text)
+    if not value >= 1.0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text} is not a time scale (1 or more)")
+    return value
+
+
 def cannot_run_here() -> str | None:
     if os.geteuid() != 0:
         return "needs root (it runs containerd)"
@@ -211,6 +220,13 @@ def main() -> int:
     parser.add_argument("--spinners", type=int, default=None, choices=range(9),
                         metavar="0..8")
     parser.add_argument("--rounds", type=positive, default=None)
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where its containerd, the probe's build and the disk writer's "
+                             "directory go (default: a new directory in /var/tmp, removed "
+                             "after); the VM lab gives a tmpfs with a disk mounted at io/")
+    parser.add_argument("--time-scale", type=slower, default=1.0,
+                        help="how much slower than this host the machine is: every wait is "
+                             "multiplied by it (the VM lab's emulated guest: 8)")
     args = parser.parse_args()
     if (why := cannot_run_here()) is not None:
         print(why, file=sys.stderr)
@@ -219,15 +235,20 @@ def main() -> int:
     measured = cases(governors())
     check_cases(measured[0])
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    with (tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp,
+    scale: float = args.time_scale
+    with (contextlib.nullcontext(str(args.workdir)) if args.workdir is not None
+          else tempfile.TemporaryDirectory(prefix="nri-isolation-", dir="/var/tmp") as tmp,
           BenchHost().held() as host):
         workdir = Path(tmp)
         probe_dir = probe.build(workdir / "build").parent
-        lab = LabContainerd(workdir / "lab", installation=find_installation())
+        # A slower machine (an emulated guest) takes longer to start and answer everything.
+        lab = LabContainerd(workdir / "lab", installation=find_installation(),
+                            start_timeout=30 * scale, request_timeout=f"{max(2, int(scale))}s",
+                            registration_timeout=f"{int(5 * scale)}s")
         try:
             lab.start()
             lab.import_image()
-            node = IsolationNode(lab, workdir, probe_dir)
+            node = IsolationNode(lab, workdir, probe_dir, scale=scale)
             calibration = calibrate(node)
             describe(lab, sizes, calibration, workdir, load, measured=measured)
             config = arrange_disk(node, host, sizes, calibration)

@@ -50,9 +50,13 @@ class ProbeOutput:
 class IsolationNode:
     """One lab containerd on which the cases run, one after another."""
 
-    def __init__(self, lab: LabContainerd, workdir: Path, probe_dir: Path) -> None:
+    def __init__(self, lab: LabContainerd, workdir: Path, probe_dir: Path, *,
+                 scale: float = 1.0) -> None:
         self.lab, self.workdir, self.probe_dir = lab, workdir, probe_dir
+        self.scale = scale
+        """How much slower than this host the machine is (every wait is multiplied by it)."""
         self.cri: KubeletClient = lab.client()
+        self.cri.timeout *= scale
         self.io_dir = workdir / "io"
         self.io_dir.mkdir(parents=True, exist_ok=True)
         self.runs = 0
@@ -73,7 +77,7 @@ class IsolationNode:
                                args=("--config", str(config), "--quiet-journal", str(journal)))
         plugin.start()
         try:
-            plugin.wait_for("synchronized", 1)
+            plugin.wait_for("synchronized", 1, timeout=60 * self.scale)
         except BaseException:
             plugin.kill()
             raise

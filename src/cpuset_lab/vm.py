@@ -43,9 +43,10 @@ BOOT_TIMEOUT: Final = 600.0
 SHAPE_TIMEOUT: Final = 2400.0
 TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
-GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_")
+GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_", "NRI_CPUSET_VM_BENCH_")
 """Prefixes of this machine's environment variables the guest's tests read (the soak's minutes
-and seed, the systemd reload test's crowd): the guest inherits no environment, so
+and seed, the systemd reload test's crowd, the isolation bench's size): the guest inherits no
+environment, so
 ``guest.env`` exports them."""
 #: Drivers udev would load for QEMU's q35 devices (SATA, CD-ROM, watchdogs, SMBus, speaker,
 #: mouse), CPU-feature crypto, RAPL, EDAC and NVDIMM: none is used here, and loading them

@@ -192,7 +192,8 @@ SHAPES: Final = {shape.name: shape for shape in (
           nodes=_TWO_NODES, distances={(0, 1): 21},
           nvme=_NVME_PER_NODE,
           tests=(*_CORE_TESTS, "test_devices.py", "test_alignment.py", "test_workloads.py",
-                 "test_dry_run.py", "test_start_failures.py"),
+                 "test_dry_run.py", "test_start_failures.py", "test_quiet.py",
+                 "test_quiet_irqbalance.py"),
           in_ci=True),
     # The default machine again, with only the chaos soak taking CPUs offline and back (its
     # own containerd and plugin: ~4 minutes of CI for a 1-minute walk, so CI runs the soak on
@@ -200,6 +201,13 @@ SHAPES: Final = {shape.name: shape for shape in (
     Shape(name="soak",
           summary="the default shape, running the chaos soak with CPUs going offline and back",
           nodes=_TWO_NODES, distances={(0, 1): 21}, tests=("test_shape.py", "test_soak.py")),
+    # The default machine running only the isolation bench (bench/isolation.py, issue 43) with
+    # its own containerd and plugins: figures for docs/performance.md, not a test of the plugin
+    # (NRI_CPUSET_VM_BENCH_ARGS sets its size).
+    Shape(name="isolation-bench",
+          summary="the default shape running the isolation bench (its table in isolation.txt)",
+          nodes=_TWO_NODES, distances={(0, 1): 21}, nvme=_NVME_PER_NODE,
+          tests=("test_shape.py", "test_isolation_bench.py")),
     Shape(name="memoryless",
           summary="2 sockets x 2 cores x 2 threads, 4 NUMA nodes, node 3 without memory, "
                   "cgroup v2",

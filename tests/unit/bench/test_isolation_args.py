@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from isolation import positive, sizes_from
+from isolation import positive, sizes_from, slower
 from isolation_bench.cases import FULL, QUICK
 
 
@@ -31,3 +31,11 @@ def test_a_count_must_be_positive(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="not a positive integer"):
         positive(text)
     assert positive("7") == 7
+
+
+@pytest.mark.parametrize("text", ["0.5", "0", "-8", "nan"])
+def test_a_time_scale_is_one_or_more(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="not a time scale"):
+        slower(text)
+    assert slower("8") == 8.0
+    assert slower("1") == 1.0

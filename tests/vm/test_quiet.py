@@ -88,7 +88,7 @@ def test_a_quiet_pods_cpu_loses_interrupts_and_idle_states_and_gets_them_back(
         refused = [n for n in managed
                    if cpu in CPUSet.parse(saved[IRQ / str(n) / "smp_affinity_list"])]
         log = guest.plugin.log.read_text(errors="replace")
-        named = [n for n in refused if f"IRQ {n}: kernel-managed" in log]
+        named = [n for n in refused if f"IRQ {n}: the kernel keeps its affinity" in log]
         note(f"IRQs refusing a write that may go to CPU {cpu}, named in the plugin's log: "
              f"{named} of {refused}: " + "; ".join(f"{n} {names.get(n, '?')}" for n in refused)
              + "\n" + "\n".join(line for line in log.splitlines()

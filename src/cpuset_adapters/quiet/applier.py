@@ -5,12 +5,13 @@ after each change, so nothing the plugin wrote outlives the last container that 
 A pass (:meth:`QuietApplier.apply`): what each file must hold now; the originals of files about
 to change kept in the journal, on disk, before any write; the writes; then every journaled file
 no longer wanted put back and forgotten. An IRQ keeps its own affinity minus the quiet CPUs (the
-CPUs that are not quiet when none of its own is left); a kernel-managed one refuses with EIO
-and is skipped, saying so.
+CPUs that are not quiet when none of its own is left); one the kernel keeps (managed or fixed)
+refuses the write and is skipped, saying so.
 """
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,8 +48,9 @@ class QuietApplier:
         self.journal = journal
         self.irqbalance = irqbalance
         """Tells running irqbalance daemons (``None``: they are not looked for)."""
-        self._managed: set[str] = set()
-        """IRQs that refused a write with EIO: the kernel's; not tried again."""
+        self._managed: dict[str, int] = {}
+        """IRQ affinity files the kernel refused a write to, with the error it gave: the
+        kernel's, not tried again."""
 
     def unmet(self, quiet: Quiet, cpus: CPUSet) -> list[str]:
         """Why ``quiet`` cannot be met on ``cpus`` here (the service's admission check)."""
@@ -85,8 +87,8 @@ class QuietApplier:
             if fresh:
                 self.journal.forget(path)  # unchanged: nothing to put back
             if kernel_managed(exc, path) and path.endswith("smp_affinity_list"):
-                self._managed.add(path)
-                report.skipped.append(_managed_note(path))
+                self._managed[path] = exc.errno or 0
+                report.skipped.append(_refused_note(path, self._managed[path]))
             else:
                 report.problems.append(f"{path}: cannot write {value!r}: {exc.strerror}")
             return
@@ -134,7 +136,7 @@ class QuietApplier:
         wanted: dict[str, str] = {}
         for path in self.host.irqs():
             if path in self._managed:
-                report.skipped.append(_managed_note(path))
+                report.skipped.append(_refused_note(path, self._managed[path]))
                 continue
             base = CPUSet.parse(originals.get(path) or self.host.read(path))
             if base & quiet:
@@ -156,6 +158,9 @@ def same(path: str, current: str, value: str) -> bool:
     return current.strip() == value.strip()
 
 
-def _managed_note(path: str) -> str:
+def _refused_note(path: str, error: int) -> str:
+    # Not always a managed vector: the timer and the cascade (IRQs 0 and 2) refuse alike.
     irq = Path(path).parent.name
-    return f"IRQ {irq}: kernel-managed (its affinity refuses a write with EIO); left as it is"
+    why = errno.errorcode.get(error, str(error))
+    return (f"IRQ {irq}: the kernel keeps its affinity (a write is refused with {why}: a "
+            f"managed or fixed vector); left as it is")

@@ -40,8 +40,8 @@ def test_a_quiet_cpu_loses_its_interrupts_deep_idle_states_and_governor(tmp_path
     assert text(tmp_path, "proc/irq/25/smp_affinity_list") == "0-1"  # none of its own left
     assert text(tmp_path, "proc/irq/default_smp_affinity") == "3"
     assert text(tmp_path, f"proc/irq/{MANAGED}/smp_affinity_list") == "0-3"
-    assert report.skipped == [f"IRQ {MANAGED}: kernel-managed (its affinity refuses a write "
-                              f"with EIO); left as it is"]
+    assert report.skipped == [f"IRQ {MANAGED}: the kernel keeps its affinity (a write is refused "
+                              f"with EIO: a managed or fixed vector); left as it is"]
     cpu2 = "sys/devices/system/cpu/cpu2"
     assert [text(tmp_path, f"{cpu2}/cpuidle/state{k}/disable") for k in range(3)] == [
         "0", "0", "1"]

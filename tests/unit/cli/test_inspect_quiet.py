@@ -96,8 +96,9 @@ def test_inspect_shows_each_request_and_the_nodes_quiet_cpus_in_text_and_json(
     service = placed()
     mine = service.ledger.entries["q"].cpus
     view = view_of(service, applied=True, report=QuietReport(
-        skipped=["IRQ 26: kernel-managed (its affinity refuses a write with EIO); left as "
-                 "it is"], problems=["governor: CPU 1 cannot run 'ondemand'"]))
+        skipped=["IRQ 26: the kernel keeps its affinity (a write is refused with EIO: a managed "
+                 "or fixed vector); left as it is"],
+        problems=["governor: CPU 1 cannot run 'ondemand'"]))
     with serving(tmp_path / "status.sock", view) as path:
         text = CliRunner().invoke(inspect, ["--status-socket", str(path)])
         raw = CliRunner().invoke(inspect, ["--status-socket", str(path), "-o", "json"])
@@ -105,7 +106,7 @@ def test_inspect_shows_each_request_and_the_nodes_quiet_cpus_in_text_and_json(
     assert (f"quiet: ns/dpdk/main: interrupts off, idle states over 10 µs off ({CRIO_IRQ}, "
             f"{CRIO_IDLE}): given") in text.output
     assert f"quiet CPUs: interrupts off {mine}; idle over 10 µs off {mine.first()}" in text.output
-    assert "quiet CPUs skipped: IRQ 26: kernel-managed" in text.output
+    assert "quiet CPUs skipped: IRQ 26: the kernel keeps its affinity" in text.output
     assert "quiet CPUs problem: governor: CPU 1 cannot run 'ondemand'" in text.output
     document = json.loads(raw.output)
     assert document["quiet"]["irq_cpus"] == mine.format()

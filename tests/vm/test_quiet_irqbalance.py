@@ -22,8 +22,8 @@ import pytest
 from cpuset_lab import quiet_host
 from cpuset_lab.quiet_host import Snapshot
 from tests.vm import quiet
+from tests.vm.quiet_pods import PATIENCE, Record, note, quiet_pod
 from tests.vm.runtime import RESULTS, SCALE, Guest, Pods, wait_until
-from tests.vm.test_quiet import PATIENCE, Record, note, quiet_pod
 
 IRQBALANCE = Path(os.environ.get("NRI_CPUSET_LAB", "/var/lib/nri-cpuset-lab"),
                   "irqbalance/usr/sbin/irqbalance")

@@ -21,7 +21,7 @@ from cpuset_lab.image import BUSYBOX_PATH
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.quiet_host import Snapshot
 from tests.e2e.plugin_harness import Plugin, serving
-from tests.e2e.quiet_harness import held_host
+from tests.e2e.quiet_harness import QuietPlugin, held_host
 
 REQUIRED = os.environ.get("NRI_CPUSET_E2E_REQUIRED") == "1"
 
@@ -78,3 +78,19 @@ def host() -> Iterator[Snapshot]:
     and checked at the end."""
     with held_host() as saved:
         yield saved
+
+
+@pytest.fixture
+def quiet_plugin(lab: LabContainerd, cri: KubeletClient,
+                 tmp_path: Path) -> Iterator[QuietPlugin]:
+    """The plugin, killed -9 by a test: started by hand."""
+    running = QuietPlugin(lab.nri_socket, tmp_path)
+    running.cri_socket = lab.cri_address
+    running.start()
+    try:
+        running.wait_synchronized()
+        yield running
+    finally:
+        if running.process is not None:
+            lab.cleanup()
+            running.stop()

@@ -5,6 +5,7 @@ plugin's metrics and JSON log lines."""
 from __future__ import annotations
 
 import json
+import socket
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from cpuset_core import CPUSet
 from cpuset_lab import quiet_host
 from cpuset_lab.quiet_host import CPU, IRQ, Snapshot
+from tests.e2e.plugin_harness import Plugin
 
 QUIET = {"irq-load-balancing.crio.io": "disable", "cpu-c-states.crio.io": "disable"}
 
@@ -59,3 +61,19 @@ def metric(port: int, name: str, **labels: str) -> float | None:
 def log_events(text: str) -> list[dict[str, object]]:
     """The plugin's JSON log lines (``--log-format json``)."""
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+class QuietPlugin(Plugin):
+    """The plugin with its own journal, its metrics on a free port, logging JSON lines."""
+
+    def __init__(self, socket_path: Path, tmp_path: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        # The later --log-format wins over the helper's console default.
+        super().__init__(socket_path, tmp_path / "plugin.log", (
+            "--listen", f"127.0.0.1:{self.port}", "--log-format", "json",
+            "--quiet-journal", str(tmp_path / "quiet.json")))
+
+    def repairs(self, what: str) -> float:
+        return metric(self.port, "nri_cpuset_quiet_repairs_total", what=what) or 0.0

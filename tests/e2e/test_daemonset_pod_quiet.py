@@ -45,21 +45,6 @@ COMPONENT_PATHS = {"/proc/irq": Path("/proc/irq"),
 """The component's host paths: the lab's node is this host."""
 
 
-@pytest.fixture
-def host() -> Iterator[Snapshot]:
-    """The host's quiet-CPU files as they were, to this test alone; put back (and checked)."""
-    if not quiet_host.writable():
-        pytest.skip("/proc/irq is not writable here")
-    with quiet_host.held():
-        saved = quiet_host.snapshot()
-        try:
-            yield saved
-        finally:
-            failed = quiet_host.put_back(saved)
-            assert not failed, failed
-            assert not quiet_host.differences(saved)
-
-
 @contextmanager
 def daemonset_pod(lab: LabContainerd, root: Path, *components: str) -> Iterator[RunningPod]:
     """The DaemonSet's pod with ``components``, ready; deleted at the end."""

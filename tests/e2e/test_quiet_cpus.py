@@ -33,22 +33,6 @@ from tests.e2e.quiet_harness import QUIET, quiet_on
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
 
 
-@pytest.fixture
-def quiet_plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[Plugin]:
-    """The plugin with its own journal (killed -9 by the tests, so started by hand)."""
-    running = Plugin(lab.nri_socket, tmp_path / "plugin.log",
-                     ("--quiet-journal", str(tmp_path / "quiet.json")))
-    running.cri_socket = lab.cri_address
-    running.start()
-    try:
-        running.wait_synchronized()
-        yield running
-    finally:
-        if running.process is not None:
-            lab.cleanup()
-            running.stop()
-
-
 @contextmanager
 def quiet_pod(cri: KubeletClient, lab: LabContainerd, plugin: Plugin,
               irqs: list[Path]) -> Iterator[int]:

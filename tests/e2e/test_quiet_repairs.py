@@ -12,7 +12,6 @@ and put back whatever they changed.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,46 +35,14 @@ from tests.e2e.plugin_harness import (
 )
 from tests.e2e.quiet_harness import (
     QUIET,
+    QuietPlugin,
     log_events,
-    metric,
     quiet_on,
 )
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
 needs_irqbalance = pytest.mark.skipif(not irqbalance.installed(),
                                       reason="run `bash scripts/install-irqbalance` first")
-
-
-class QuietPlugin(Plugin):
-    """The plugin with its own journal, its metrics on a free port, logging JSON lines."""
-
-    def __init__(self, socket_path: Path, tmp_path: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = int(probe.getsockname()[1])
-        # The later --log-format wins over the helper's console default.
-        super().__init__(socket_path, tmp_path / "plugin.log", (
-            "--listen", f"127.0.0.1:{self.port}", "--log-format", "json",
-            "--quiet-journal", str(tmp_path / "quiet.json")))
-
-    def repairs(self, what: str) -> float:
-        return metric(self.port, "nri_cpuset_quiet_repairs_total", what=what) or 0.0
-
-
-@pytest.fixture
-def quiet_plugin(lab: LabContainerd, cri: KubeletClient,
-                 tmp_path: Path) -> Iterator[QuietPlugin]:
-    """The plugin, killed -9 by a test: started by hand."""
-    running = QuietPlugin(lab.nri_socket, tmp_path)
-    running.cri_socket = lab.cri_address
-    running.start()
-    try:
-        running.wait_synchronized()
-        yield running
-    finally:
-        if running.process is not None:
-            lab.cleanup()
-            running.stop()
 
 
 @pytest.fixture
@@ -125,6 +92,11 @@ def test_an_irq_written_back_onto_a_quiet_cpu_is_moved_off_counted_and_logged(
                f"the host put back\n{quiet_plugin.text()[-3000:]}")
 
 
+def told_to_leave(daemon: irqbalance.Running, own: CPUSet, cpu: int, plugin: Plugin) -> None:
+    wait_until(lambda: (daemon.banned() or CPUSet()) == own | CPUSet([cpu]),
+               f"irqbalance told to leave CPU {cpu} alone\n{plugin.text()[-3000:]}")
+
+
 def own_set_back(daemon: irqbalance.Running, own: CPUSet, plugin: Plugin) -> None:
     wait_until(lambda: daemon.banned() == own,
                f"irqbalance given its own set {own or 'none'} back\n{plugin.text()[-3000:]}")
@@ -140,8 +112,7 @@ def test_a_running_irqbalance_keeps_off_a_quiet_cpu_for_two_rounds_and_gets_its_
     irqs = quiet_host.accepting(host)
     with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
         cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
-        wait_until(lambda: (balancer.banned() or CPUSet()) == own | CPUSet([cpu]),
-                   f"irqbalance told to leave CPU {cpu} alone\n{quiet_plugin.text()[-3000:]}")
+        told_to_leave(balancer, own, cpu, quiet_plugin)
         rounds = balancer.rounds()
         loud = 0
         watched = time.monotonic()
@@ -168,8 +139,7 @@ def test_a_plugin_killed_while_quiet_gives_irqbalance_its_set_back_at_its_next_s
     irqs = quiet_host.accepting(host)
     with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
         cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
-        wait_until(lambda: (balancer.banned() or CPUSet()) == own | CPUSet([cpu]),
-                   f"irqbalance told to leave CPU {cpu} alone\n{quiet_plugin.text()[-3000:]}")
+        told_to_leave(balancer, own, cpu, quiet_plugin)
         quiet_plugin.kill()
     quiet_plugin.start()
     quiet_plugin.wait_synchronized(2)

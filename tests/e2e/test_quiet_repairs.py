@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,22 @@ def told_to_leave(daemon: irqbalance.Running, own: CPUSet, cpu: int, plugin: Plu
                f"irqbalance told to leave CPU {cpu} alone\n{plugin.text()[-3000:]}")
 
 
+@contextmanager
+def banned_quiet_pod(balancer: irqbalance.Running, plugin: Plugin, lab: LabContainerd,  # noqa: PLR0917
+                     cri: KubeletClient, host: Snapshot,
+                     record_property: Callable[[str, object], None],
+                     ) -> Iterator[tuple[CPUSet, int, list[Path]]]:
+    """A quiet pod whose CPU irqbalance was told to leave alone: (irqbalance's own banned set,
+    the CPU, the IRQs that accept a write)."""
+    own = balancer.banned()
+    assert own is not None
+    irqs = quiet_host.accepting(host)
+    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
+        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+        told_to_leave(balancer, own, cpu, plugin)
+        yield own, cpu, irqs
+
+
 def own_set_back(daemon: irqbalance.Running, own: CPUSet, plugin: Plugin) -> None:
     wait_until(lambda: daemon.banned() == own,
                f"irqbalance given its own set {own or 'none'} back\n{plugin.text()[-3000:]}")
@@ -107,12 +124,8 @@ def test_a_running_irqbalance_keeps_off_a_quiet_cpu_for_two_rounds_and_gets_its_
         balancer: irqbalance.Running, quiet_plugin: QuietPlugin, lab: LabContainerd,
         cri: KubeletClient, host: Snapshot,
         record_property: Callable[[str, object], None]) -> None:
-    own = balancer.banned()
-    assert own is not None
-    irqs = quiet_host.accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
-        told_to_leave(balancer, own, cpu, quiet_plugin)
+    with banned_quiet_pod(balancer, quiet_plugin, lab, cri, host,
+                          record_property) as (own, cpu, irqs):
         rounds = balancer.rounds()
         loud = 0
         watched = time.monotonic()
@@ -134,12 +147,8 @@ def test_a_plugin_killed_while_quiet_gives_irqbalance_its_set_back_at_its_next_s
         balancer: irqbalance.Running, quiet_plugin: QuietPlugin, lab: LabContainerd,
         cri: KubeletClient, host: Snapshot,
         record_property: Callable[[str, object], None]) -> None:
-    own = balancer.banned()
-    assert own is not None
-    irqs = quiet_host.accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
-        told_to_leave(balancer, own, cpu, quiet_plugin)
+    with banned_quiet_pod(balancer, quiet_plugin, lab, cri, host,
+                          record_property) as (own, _cpu, _irqs):
         quiet_plugin.kill()
     quiet_plugin.start()
     quiet_plugin.wait_synchronized(2)

@@ -42,13 +42,18 @@ class PluginProcess:
             raise RuntimeError("the plugin is not running")
         return self.process.pid
 
-    def start(self) -> None:
+    def command(self) -> list[str]:
+        """What :meth:`start` runs: ``nri-cpuset run`` with this process's flags (a benchmark's
+        other plugin, such as a no-op one, replaces it and keeps the rest)."""
         status = str(self.status_socket) if self.status_socket is not None else ""
-        command = [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket",
-                   str(self.nri_socket), "--log-format", "json", "--listen", self.listen,
-                   "--status-socket", status,
-                   *(["--cri-socket", str(self.cri_socket)] if self.cri_socket else []),
-                   *self.args]
+        return [sys.executable, "-m", "cpuset_cli", "run", "--nri-socket",
+                str(self.nri_socket), "--log-format", "json", "--listen", self.listen,
+                "--status-socket", status,
+                *(["--cri-socket", str(self.cri_socket)] if self.cri_socket else []),
+                *self.args]
+
+    def start(self) -> None:
+        command = self.command()
         env = {**os.environ}
         env.pop("NRI_PLUGIN_SOCKET", None)  # never the pre-installed path
         with self.log.open("ab") as out:
@@ -57,7 +62,11 @@ class PluginProcess:
                                             stderr=subprocess.STDOUT, env=env)
 
     def text(self) -> str:
-        return self.log.read_text(errors="replace")
+        """The log so far (``""`` before the first start made it)."""
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def wait_for(self, what: str, count: int, *, timeout: float = 60.0,
                  poll: float = 0.01) -> float:

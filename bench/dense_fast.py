@@ -13,9 +13,8 @@ import statistics
 import time
 from pathlib import Path
 
-from dense_node import DenseNode, Probe
+from dense_node import DenseNode
 
-from cpuset_adapters.cgroupfs import CgroupReader
 from cpuset_adapters.status_socket import read_status
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.plugin_process import PluginProcess
@@ -67,7 +66,6 @@ class FastPathBench:
                  samples: int, *, more_config: str = "") -> None:
         self.plugin, self.config, self.more_config = plugin, config, more_config
         self.online, self.pin, self.samples = online, pin, samples
-        self._reader = CgroupReader()
 
     def exclusive(self, node: DenseNode, kind: str) -> Exclusive:
         """``samples`` creations of ``kind`` (integer or pinned), each removed again."""
@@ -80,26 +78,15 @@ class FastPathBench:
                 figures.hook_ms.append(
                     (self.plugin.metric(HOOK_SECONDS, HOOK) - hook_before) * 1000)
             figures.create_ms.append(probe.create_ms)
-            mine = self.cpus_of(node, probe)
+            mine = node.cpus_of(probe.container_id)
             figures.cpus.append(mine)
-            figures.sharing.append(self.sharing(node, mine))
+            figures.sharing.append(node.sharing(mine))
             node.remove_probe(probe)
             removed = time.perf_counter()
             figures.off_at_first_look.append(len(node.off(self.online)))
             figures.first_look_ms.append((time.perf_counter() - removed) * 1000)
             figures.back_ms.append(node.wait_all_on(self.online, removed) * 1000)
         return figures
-
-    def cpus_of(self, node: DenseNode, probe: Probe) -> CPUSet | None:
-        """The probe's ``cpuset.cpus`` as the kernel has it."""
-        path = node.cri.container_status(probe.container_id).cgroups_path or ""
-        return self._reader.observe(path).cpus
-
-    @staticmethod
-    def sharing(node: DenseNode, mine: CPUSet | None) -> int:
-        """Shared containers whose kernel cpuset overlaps ``mine`` (a probe's CPUs)."""
-        mine = mine or CPUSet()
-        return sum(1 for cpus in node.cpusets().values() if cpus is None or cpus & mine)
 
     def during_catch_up(self, node: DenseNode) -> list[float]:
         """Shared CreateContainer latencies right after a pin shrank every shared container

@@ -3,7 +3,7 @@ the kubelet-like operations the benchmark times, with every placement read from 
 
 Each shared pod has one container (100m request, Burstable), as a kubelet would run it. The
 probe pods (a shared, an integer or a pinned container created to be timed) are run and removed
-one at a time; only CRI CreateContainer is timed for a creation.
+one at a time; CRI RunPodSandbox, CreateContainer and StartContainer are timed apart.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,12 +42,23 @@ def cannot_run_here() -> str | None:
 @dataclass(frozen=True, slots=True)
 class Probe:
     """A pod run to be timed: its sandbox, its container, when CreateContainer was called
-    (``perf_counter``) and how many milliseconds it took."""
+    (``perf_counter``) and how many milliseconds it took; RunPodSandbox's and
+    StartContainer's milliseconds."""
 
     pod_id: str
     container_id: str
     called_at: float
     create_ms: float
+    runp_ms: float
+    start_ms: float
+
+
+def overlap(cpusets: Mapping[str, CPUSet | None], mine: CPUSet | None) -> int:
+    """How many of ``cpusets`` (shared containers' kernel cpusets) overlap ``mine`` (a probe's;
+    ``None``: unreadable, taken as no CPU); an unreadable one (``None``) counts as
+    overlapping."""
+    mine = mine or CPUSet()
+    return sum(1 for cpus in cpusets.values() if cpus is None or cpus & mine)
 
 
 class DenseNode:
@@ -85,6 +96,15 @@ class DenseNode:
         """Every shared container's ``cpuset.cpus`` as the kernel has it."""
         return {cid: seen.cpus for cid, seen in self._reader.observe_all(self.cgroups).items()}
 
+    def cpus_of(self, container_id: str) -> CPUSet | None:
+        """A probe's ``cpuset.cpus`` as the kernel has it."""
+        path = self.cri.container_status(container_id).cgroups_path or ""
+        return self._reader.observe(path).cpus
+
+    def sharing(self, mine: CPUSet | None) -> int:
+        """Shared containers whose kernel cpuset overlaps ``mine`` (a probe's CPUs)."""
+        return overlap(self.cpusets(), mine)
+
     def off(self, expected: CPUSet, among: Iterable[str] | None = None) -> set[str]:
         """The shared containers (of ``among``, default all) not on ``expected``."""
         paths = self.cgroups if among is None else {cid: self.cgroups[cid] for cid in among}
@@ -115,17 +135,22 @@ class DenseNode:
 
     def create_probe(self, kind: str, pins: CPUSet | None = None) -> Probe:
         """Run a pod with one container of ``kind`` (shared, integer: Guaranteed 1 CPU, or
-        pinned to ``pins``), timing CreateContainer, then start it."""
+        pinned to ``pins``), create and start it, timing each of the three calls; it returns as
+        soon as the start returned."""
         qos = QosClass.GUARANTEED if kind == "integer" else QosClass.BURSTABLE
         annotations = {PIN_ANNOTATION: pins.format()} if pins is not None else None
-        pod_id = self.cri.run_pod(_spec(f"probe-{kind}", qos, annotations))
+        spec = _spec(f"probe-{kind}", qos, annotations)
         resources = (guaranteed(1, "64Mi") if kind == "integer"
                      else container_resources(cpu_request="100m"))
+        runp = time.perf_counter()
+        pod_id = self.cri.run_pod(spec)
         start = time.perf_counter()
         cid = self.cri.create_container(pod_id, None, "app", self.lab.image, resources=resources)
-        create_ms = (time.perf_counter() - start) * 1000
+        created = time.perf_counter()
         self.cri.start(cid)
-        return Probe(pod_id, cid, start, create_ms)
+        started = time.perf_counter()
+        return Probe(pod_id, cid, start, (created - start) * 1000, runp_ms=(start - runp) * 1000,
+                     start_ms=(started - created) * 1000)
 
     def remove_probe(self, probe: Probe) -> None:
         """Remove it as a kubelet would: stop the container, remove it, then the pod."""

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the runtime double and the NRI builders
 
+from creation_figures import Creation, spread  # noqa: E402
 from tests.builders.nri import container, pod  # noqa: E402
 from tests.support.nri_runtime import RuntimeDouble  # noqa: E402
 
@@ -60,11 +60,7 @@ SETTLE = 120.0  # a hang guard for the records to arrive, never a judge of speed
 
 
 @dataclass
-class Sample:
-    runp: float
-    create: float
-    start: float
-    sharing: int
+class Sample(Creation):
     calls: list[tuple[float, int]] = field(default_factory=list)  # (s after the answer, n)
     start_done: float = 0.0  # seconds from the creation's answer to the start's return
     growth: list[tuple[float, int]] = field(default_factory=list)  # the same after the stop
@@ -188,15 +184,6 @@ async def records_since(runtime: EmulatedContainerd, mark: int, since: float, co
         await asyncio.sleep(0.05)
     return [(t - since, len(r.update))
             for t, r in zip(rt.update_times[mark:], rt.update_requests[mark:], strict=True)]
-
-
-def spread(values: list[float], floor: list[float] | None = None) -> str:
-    """p50 and range in ms; over the floor's p50 when given."""
-    ms = sorted(v * 1000 for v in values)
-    text = f"p50 {statistics.median(ms):6.1f} ms ({ms[0]:.1f}-{ms[-1]:.1f})"
-    if floor:
-        text += f" {statistics.median(ms) - statistics.median(floor) * 1000:+6.1f}"
-    return text
 
 
 def calls_line(samples: list[Sample], which: str) -> str:

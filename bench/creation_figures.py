@@ -1,0 +1,82 @@
+"""An integer pod's creation as the benchmarks time it (CRI RunPodSandbox, CreateContainer,
+StartContainer) and how its figures are printed: each phase's p50 and range, and a plugin's
+beside its floor's (``bench/creation.py``: a no-op plugin; ``bench/record_pace.py``: no plugin).
+No I/O here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+PHASES = ("runp", "create", "start", "total")
+
+
+@dataclass
+class Creation:
+    """One integer pod, in seconds: its RunPodSandbox, CreateContainer and StartContainer
+    (each as its caller saw it), and how many shared containers were on its CPUs when its start
+    returned."""
+
+    runp: float
+    create: float
+    start: float
+    sharing: int
+
+    @property
+    def total(self) -> float:
+        """runp + create + start."""
+        return self.runp + self.create + self.start
+
+
+def spread(values: Sequence[float], floor: Sequence[float] | None = None) -> str:
+    """p50 and range in ms of ``values`` (seconds); with ``floor``, ms over the floor's p50."""
+    ms = sorted(v * 1000 for v in values)
+    text = f"p50 {statistics.median(ms):6.1f} ms ({ms[0]:.1f}-{ms[-1]:.1f})"
+    if floor:
+        text += f" {statistics.median(ms) - statistics.median(floor) * 1000:+6.1f}"
+    return text
+
+
+def phase_rows(size: int, floor_name: str, floor: Sequence[Creation], name: str,
+               measured: Sequence[Creation]) -> list[str]:
+    """One line per phase (:data:`PHASES`): the floor's figures, then ``name``'s with the p50
+    difference (``name`` − floor, ms); then the most shared containers either had on the new
+    container's CPUs when its start returned. Raises ``ValueError`` when either has no
+    sample."""
+    if not floor or not measured:
+        raise ValueError(f"no samples to compare ({floor_name}: {len(floor)}, "
+                         f"{name}: {len(measured)})")
+    width = max(len(floor_name), len(name))
+    rows = []
+    for phase in PHASES:
+        base = [getattr(c, phase) for c in floor]
+        rows.append(f"[{size:>4}] {phase:<6} {floor_name:<{width}} {spread(base):<34} | "
+                    f"{name:<{width}} {spread([getattr(c, phase) for c in measured], base)}")
+    rows.append(f"[{size:>4}] shared containers on its CPUs when its start returned, max: "
+                f"{floor_name} {max(c.sharing for c in floor)}, "
+                f"{name} {max(c.sharing for c in measured)} (of {size})")
+    return rows
+
+
+def interleaved(names: Sequence[str], samples: int) -> list[str]:
+    """The order of ``samples`` samples of each of ``names``: one of each in turn, the turn's
+    order reversed every other turn (a b b a a b ...). Machine noise falls on all alike, each
+    is as often first and second after a switch, and a switch serves two samples."""
+    return [name for turn in range(samples)
+            for name in (names if turn % 2 == 0 else list(reversed(names)))]
+
+
+def sample_line(size: int, number: int, name: str, creation: Creation) -> str:
+    """One sample as it comes (a long run shows progress; an outlier shows where it fell)."""
+    return (f"[{size:>4}] #{number:<2} {name:<10} runp {creation.runp * 1000:6.1f}  create "
+            f"{creation.create * 1000:6.1f}  start {creation.start * 1000:6.1f}  total "
+            f"{creation.total * 1000:6.1f} ms  shared on its CPUs {creation.sharing}")
+
+
+def switch_line(size: int, seconds: Mapping[str, Sequence[float]]) -> str:
+    """Each plugin's (re)starts: exec to synchronized, p50 and max, in seconds."""
+    parts = [f"{name} {statistics.median(times):.2f} / {max(times):.2f} s (n={len(times)})"
+             for name, times in seconds.items() if times]
+    return f"[{size:>4}] plugin switches, exec to synchronized p50 / max: " + "; ".join(parts)

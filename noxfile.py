@@ -110,6 +110,18 @@ def bench_dense(session: nox.Session) -> None:
     session.run("python", "bench/dense.py", *session.posargs)
 
 
+@nox.session(name="bench-creation", python=PYTHON)
+def bench_creation(session: nox.Session) -> None:
+    """An integer pod's runp / create / start on a dense node of the real containerd (200 and
+    500 running shared containers), nri-cpuset beside a no-op NRI plugin, interleaved, and the
+    shared containers on its CPU when its start returns (root; installs containerd first;
+    ``NRI_CPUSET_RUNTIME=2.x`` or ``-- --runtime 2.x`` for containerd 2.x; ``-- --quick`` for a
+    smoke run)."""
+    session.run("bash", "scripts/install-containerd", external=True)
+    install_dev(session)
+    session.run("python", "bench/creation.py", *session.posargs)
+
+
 @nox.session(name="bench-dense-events", python=PYTHON)
 def bench_dense_events(session: nox.Session) -> None:
     """Kubernetes Events on beside off on a dense node of the real containerd (500 running

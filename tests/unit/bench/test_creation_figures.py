@@ -1,0 +1,105 @@
+"""The creation bench's figures (``bench/creation_figures.py``), its order of samples, its
+command line and how it counts the overlap (``bench/dense_node.py``)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from creation import parse, sizes
+from creation_figures import (
+    PHASES,
+    Creation,
+    interleaved,
+    phase_rows,
+    sample_line,
+    spread,
+    switch_line,
+)
+from dense_node import overlap
+
+from cpuset_core.cpuset import CPUSet
+
+
+def creation(runp_ms: float, create_ms: float, start_ms: float, sharing: int = 0) -> Creation:
+    return Creation(runp_ms / 1000, create_ms / 1000, start_ms / 1000, sharing)
+
+
+def test_a_creations_total_is_its_three_calls() -> None:
+    assert creation(100, 20, 30).total == pytest.approx(0.150)
+
+
+def test_spread_gives_the_median_and_range_in_ms() -> None:
+    assert spread([0.030, 0.010, 0.020]) == "p50   20.0 ms (10.0-30.0)"
+
+
+def test_spread_beside_a_floor_adds_the_difference_of_the_medians() -> None:
+    assert spread([0.030, 0.040], [0.010, 0.020]) == "p50   35.0 ms (30.0-40.0)  +20.0"
+    assert spread([0.010], [0.020]).endswith(" -10.0")
+
+
+def test_each_phase_has_a_row_with_both_plugins_and_the_difference() -> None:
+    noop = [creation(100, 20, 30, sharing=40), creation(110, 22, 32, sharing=40)]
+    plugin = [creation(108, 30, 31), creation(110, 32, 33)]
+    rows = phase_rows(40, "no-op", noop, "nri-cpuset", plugin)
+    assert len(rows) == len(PHASES) + 1
+    for phase, row in zip(PHASES, rows[:-1], strict=True):
+        assert row.startswith(f"[  40] {phase} ")
+        assert "no-op" in row
+        assert "nri-cpuset" in row
+    assert rows[0].endswith("nri-cpuset p50  109.0 ms (108.0-110.0)   +4.0")
+    assert rows[1].endswith("+10.0")  # create: 31 against 21 ms
+    assert rows[3].endswith("p50  172.0 ms (169.0-175.0)  +15.0")  # total: 172 against 157
+    assert rows[-1] == ("[  40] shared containers on its CPUs when its start returned, max: "
+                        "no-op 40, nri-cpuset 0 (of 40)")
+
+
+def test_rows_need_samples_of_both() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        phase_rows(20, "no-op", [], "nri-cpuset", [creation(1, 1, 1)])
+    with pytest.raises(ValueError, match="no samples"):
+        phase_rows(20, "no-op", [creation(1, 1, 1)], "nri-cpuset", [])
+
+
+def test_samples_alternate_in_pairs_whose_order_flips() -> None:
+    assert interleaved(("a", "b"), 3) == ["a", "b", "b", "a", "a", "b"]
+    assert interleaved(("a", "b"), 0) == []
+
+
+def test_a_sample_line_gives_each_phase_in_ms() -> None:
+    assert sample_line(500, 3, "no-op", creation(100, 20.5, 30, sharing=500)) == (
+        "[ 500] #3  no-op      runp  100.0  create   20.5  start   30.0  total  150.5 ms  "
+        "shared on its CPUs 500")
+
+
+def test_the_switch_line_names_each_plugin_that_started() -> None:
+    line = switch_line(200, {"no-op": [0.2, 0.4, 0.3], "nri-cpuset": []})
+    assert line == ("[ 200] plugin switches, exec to synchronized p50 / max: "
+                    "no-op 0.30 / 0.40 s (n=3)")
+
+
+def test_overlap_counts_shared_containers_on_the_new_containers_cpus() -> None:
+    shared = {"a": CPUSet.parse("0-1"), "b": CPUSet.parse("0"), "c": None}
+    assert overlap(shared, CPUSet.parse("1")) == 2  # a, and c, which could not be read
+    assert overlap(shared, CPUSet.parse("2")) == 1
+    assert overlap(shared, None) == 1  # the new one unreadable: only the unreadable count
+
+
+def test_quick_is_two_small_sizes_and_two_samples() -> None:
+    args = parse(["--quick"])
+    assert (args.sizes, args.samples, args.runtime) == ([20, 40], 2, None)
+    args = parse(["--sizes", "200,500", "--samples", "5", "--runtime", "2.x"])
+    assert (args.sizes, args.samples, args.runtime) == ([200, 500], 5, "2.x")
+    assert parse([]).sizes == [200, 500]
+
+
+@pytest.mark.parametrize("text", ["", "0", "20,x", "-5", "20,,40"])
+def test_sizes_are_positive_integers(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="positive integers"):
+        sizes(text)
+
+
+def test_bad_samples_and_runtimes_are_refused() -> None:
+    for argv in (["--samples", "0"], ["--runtime", "3.0"]):
+        with pytest.raises(SystemExit):
+            parse(argv)

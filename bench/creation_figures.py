@@ -69,10 +69,13 @@ def interleaved(names: Sequence[str], samples: int) -> list[str]:
 
 
 def sample_line(size: int, number: int, name: str, creation: Creation) -> str:
-    """One sample as it comes (a long run shows progress; an outlier shows where it fell)."""
-    return (f"[{size:>4}] #{number:<2} {name:<10} runp {creation.runp * 1000:6.1f}  create "
+    """One sample as it comes (a long run shows progress; an outlier shows where it fell);
+    ``number`` 0: the warm-up after a switch, not counted."""
+    tag = f"#{number:<2}" if number else "-- "
+    note = "" if number else "  (warm-up after its start, not counted)"
+    return (f"[{size:>4}] {tag} {name:<10} runp {creation.runp * 1000:6.1f}  create "
             f"{creation.create * 1000:6.1f}  start {creation.start * 1000:6.1f}  total "
-            f"{creation.total * 1000:6.1f} ms  shared on its CPUs {creation.sharing}")
+            f"{creation.total * 1000:6.1f} ms  shared on its CPUs {creation.sharing}{note}")
 
 
 def switch_line(size: int, seconds: Mapping[str, Sequence[float]]) -> str:

@@ -70,6 +70,9 @@ def test_a_sample_line_gives_each_phase_in_ms() -> None:
     assert sample_line(500, 3, "no-op", creation(100, 20.5, 30, sharing=500)) == (
         "[ 500] #3  no-op      runp  100.0  create   20.5  start   30.0  total  150.5 ms  "
         "shared on its CPUs 500")
+    assert sample_line(500, 0, "nri-cpuset", creation(1, 2, 3)) == (
+        "[ 500] --  nri-cpuset runp    1.0  create    2.0  start    3.0  total    6.0 ms  "
+        "shared on its CPUs 0  (warm-up after its start, not counted)")
 
 
 def test_the_switch_line_names_each_plugin_that_started() -> None:

@@ -12,13 +12,12 @@ machine noise falls on both alike, each is as often the first and the second sam
 switch, and a switch serves two samples. A switch stops one plugin (SIGTERM), starts the other
 and waits until it has registered and been synchronized, then :data:`SETTLE` seconds (the
 runtime finishing the synchronize under its NRI lock is no creation's cost), then runs one
-integer pod that is printed but not counted: a plugin's first creation after its start is
-no pod's steady cost (nri-cpuset's took 69-133 ms against 24-41 ms at 500 in a run of
-2026-12-06, its first writes to each cgroup and records re-sent after its synchronize), and a
-node's plugin is not restarted between pods. Each pod is
-removed after its sample, and with nri-cpuset every shared container is back on every CPU
-before the next. The overlap is read from the kernel's cgroups as the start returned: every
-shared container's ``cpuset.cpus`` against the new container's.
+integer pod that is printed but not counted: a node's plugin is not restarted between pods,
+and its first creation after a start is slower (nri-cpuset's CreateContainer took 69 and 133
+ms against 24-41 ms for the others at 500 on containerd 1.7, 2026-12-06; why was not looked
+into). Each pod is removed after its sample, and with nri-cpuset every shared container is
+back on every CPU before the next. The overlap is read from the kernel's cgroups as the start
+returned: every shared container's ``cpuset.cpus`` against the new container's.
 
 Prints each sample as it comes, then per size each phase's p50 / min / max with the no-op
 plugin and with nri-cpuset, the p50 difference (nri-cpuset − no-op), the overlap's max, the

@@ -23,23 +23,9 @@ from cpuset_core import CPUSet
 from cpuset_lab import irqbalance, quiet_host
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import QosClass
 from cpuset_lab.quiet_host import Snapshot
-from tests.e2e.plugin_harness import (
-    PATIENCE,
-    Plugin,
-    cpus,
-    integer,
-    needs_two_cpus,
-    pod,
-    wait_until,
-)
-from tests.e2e.quiet_harness import (
-    QUIET,
-    QuietPlugin,
-    log_events,
-    quiet_on,
-)
+from tests.e2e.plugin_harness import PATIENCE, Plugin, needs_two_cpus, wait_until
+from tests.e2e.quiet_harness import QuietPlugin, log_events, quiet_on, quiet_pod
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
 needs_irqbalance = pytest.mark.skipif(not irqbalance.installed(),
@@ -56,30 +42,13 @@ def balancer(host: Snapshot, tmp_path: Path) -> Iterator[irqbalance.Running]:
         yield daemon
 
 
-def quiet_start(cri: KubeletClient, lab: LabContainerd, pod_id: str, irqs: list[Path],
-                record_property: Callable[[str, object], None]) -> int:
-    """Start a 1-CPU container in ``pod_id``; its CPU once quiet. Prints the time from the
-    start's return to the CPU being quiet."""
-    cid = integer(cri, lab, pod_id, 1)
-    started = time.monotonic()  # its CPU read back below counts in the figure: an upper bound
-    (cpu,) = cpus(cri, cid)
-    while not quiet_on(cpu, irqs) and time.monotonic() - started < PATIENCE:
-        time.sleep(0.01)
-    took = time.monotonic() - started
-    print(f"quiet after start: CPU {cpu} quiet {took * 1000:.0f} ms after the start returned")
-    record_property("quiet_after_start_ms", round(took * 1000))
-    assert quiet_on(cpu, irqs), f"CPU {cpu} not quiet within {PATIENCE:.0f} s"
-    return cpu
-
-
 def test_an_irq_written_back_onto_a_quiet_cpu_is_moved_off_counted_and_logged(
         host: Snapshot, quiet_plugin: QuietPlugin, lab: LabContainerd,
         cri: KubeletClient, record_property: Callable[[str, object], None]) -> None:
     irqs = quiet_host.accepting(host)
     if not irqs:
         pytest.skip("no IRQ here accepts an affinity")
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+    with quiet_pod(cri, lab, quiet_plugin, irqs, record=record_property) as cpu:
         moved = irqs[0]
         moved.write_text(str(cpu))  # a hand (or a driver, or irqbalance) moves it back
         wait_until(lambda: quiet_on(cpu, irqs),
@@ -108,8 +77,7 @@ def banned_quiet_pod(balancer: irqbalance.Running, plugin: Plugin, lab: LabConta
     own = balancer.banned()
     assert own is not None
     irqs = quiet_host.accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+    with quiet_pod(cri, lab, plugin, irqs, record=record_property) as cpu:
         told_to_leave(balancer, own, cpu, plugin)
         yield own, cpu, irqs
 

@@ -8,10 +8,10 @@ placement must not undo or fail it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from cpuset_core import AdmissionError, ContainerFacts, Plan, PodFacts, Topology
+from cpuset_core import AdmissionError, ContainerFacts, CPUSet, Plan, PodFacts, Topology
 from cpuset_core.ledger import Entry, Ledger
 from cpuset_core.verify import Mismatch
 
@@ -48,10 +48,11 @@ class Notices(Protocol):
         on the start rule's ``why``."""
         ...
 
-    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+    def quiet_repaired(self, holders: Mapping[str, CPUSet], what: str,
                        repaired: Sequence[str]) -> None:
-        """Files kept for these containers' quiet CPUs were found changed back and rewritten
-        (``what``: ``irq``, ``idle``, ``governor``; ``irqbalance``: a daemon told again)."""
+        """Files kept quiet for these containers (``holders``: each one's CPUs quiet for
+        ``what``) were found changed back and rewritten (``what``: ``irq``, ``idle``,
+        ``governor``; ``irqbalance``: a daemon told again)."""
         ...
 
 
@@ -78,7 +79,7 @@ class _NoNotices:
     def gave_back(self, container_id: str, entry: Entry, why: str) -> None:
         pass
 
-    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+    def quiet_repaired(self, holders: Mapping[str, CPUSet], what: str,
                        repaired: Sequence[str]) -> None:
         pass
 

@@ -3,7 +3,8 @@
 Needs root and ``bash scripts/install-containerd``. Without them every e2e test is skipped with the
 reason, unless ``NRI_CPUSET_E2E_REQUIRED=1`` (CI, ``nox -s e2e``), which turns that into a failure.
 Each test gets ``cri`` (a CRI client) and leaves no pod behind: the teardown removes whatever is
-left and fails the test that leaked it. ``plugin`` is ``nri-cpuset run`` connected to the lab.
+left and fails the test that leaked it. ``plugin`` is ``nri-cpuset run`` connected to the lab;
+``api`` the lab's fake Kubernetes API server (Events, pods, topology objects).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.containerd_install import ContainerdNotInstalled, find_installation
 from cpuset_lab.image import BUSYBOX_PATH
+from cpuset_lab.kube_api import FakeApi, serve
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.quiet_host import Snapshot
 from tests.e2e.plugin_harness import Plugin, serving
@@ -69,6 +71,13 @@ def plugin(lab: LabContainerd, cri: KubeletClient, tmp_path: Path) -> Iterator[P
     """``nri-cpuset run`` against the lab, synchronized; stopped cleanly (exit code 0) after
     the test's pods are gone."""
     with serving(lab, Plugin(lab.nri_socket, tmp_path / "plugin.log")) as running:
+        yield running
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApi]:
+    """The lab's fake Kubernetes API server on a free port, for the test alone."""
+    with serve() as running:
         yield running
 
 

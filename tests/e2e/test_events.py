@@ -28,7 +28,7 @@ import pytest
 from cpuset_adapters import cgroupfs
 from cpuset_adapters.cri.client import CriError
 from cpuset_lab.containerd import LabContainerd
-from cpuset_lab.kube_api import FakeApi, serve, write_kubeconfig
+from cpuset_lab.kube_api import FakeApi, write_kubeconfig
 from cpuset_lab.kube_pods import PodContainer, pod_object
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass
@@ -50,12 +50,6 @@ from tests.e2e.pod_workers import missing_binary, worker
 pytestmark = pytest.mark.e2e
 
 NODE = "lab-node"
-
-
-@pytest.fixture
-def api() -> Iterator[FakeApi]:
-    with serve() as running:
-        yield running
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """Quiet CPUs kept quiet (issue 43) on a real containerd (1.7 or 2.x): an interrupt written back
-onto a quiet CPU is moved off again, counted and logged as a repair; a real irqbalance (Debian's
+onto a quiet CPU is moved off again, counted and logged as a repair, and told as a
+``QuietCpusRepaired`` Event on the pod (the plugin's Events on, sent to the lab's fake API
+server, read back as kubectl reads them); a real irqbalance (Debian's
 1.9.2, its own 10 s rounds) is told to leave a quiet pod's CPU alone, keeps off it across two
 of its rounds, and gets its own banned set back when the pod goes, also when the plugin was
 killed -9 while the pod ran.
@@ -12,33 +14,35 @@ and put back whatever they changed.
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cpuset_core import CPUSet
 from cpuset_lab import irqbalance, quiet_host
 from cpuset_lab.containerd import LabContainerd
+from cpuset_lab.kube_api import FakeApi, write_kubeconfig
 from cpuset_lab.kubelet import KubeletClient
-from cpuset_lab.pod_spec import QosClass
 from cpuset_lab.quiet_host import Snapshot
 from tests.e2e.plugin_harness import (
     PATIENCE,
     Plugin,
-    cpus,
-    integer,
     needs_two_cpus,
-    pod,
+    serving,
     wait_until,
 )
 from tests.e2e.quiet_harness import (
-    QUIET,
     QuietPlugin,
     log_events,
     quiet_on,
+    quiet_pod,
 )
 
 pytestmark = [pytest.mark.e2e, needs_two_cpus]
@@ -56,41 +60,64 @@ def balancer(host: Snapshot, tmp_path: Path) -> Iterator[irqbalance.Running]:
         yield daemon
 
 
-def quiet_start(cri: KubeletClient, lab: LabContainerd, pod_id: str, irqs: list[Path],
-                record_property: Callable[[str, object], None]) -> int:
-    """Start a 1-CPU container in ``pod_id``; its CPU once quiet. Prints the time from the
-    start's return to the CPU being quiet."""
-    cid = integer(cri, lab, pod_id, 1)
-    started = time.monotonic()  # its CPU read back below counts in the figure: an upper bound
-    (cpu,) = cpus(cri, cid)
-    while not quiet_on(cpu, irqs) and time.monotonic() - started < PATIENCE:
-        time.sleep(0.01)
-    took = time.monotonic() - started
-    print(f"quiet after start: CPU {cpu} quiet {took * 1000:.0f} ms after the start returned")
-    record_property("quiet_after_start_ms", round(took * 1000))
-    assert quiet_on(cpu, irqs), f"CPU {cpu} not quiet within {PATIENCE:.0f} s"
-    return cpu
+NODE = "lab-node"
 
 
-def test_an_irq_written_back_onto_a_quiet_cpu_is_moved_off_counted_and_logged(
-        host: Snapshot, quiet_plugin: QuietPlugin, lab: LabContainerd,
+@pytest.fixture
+def telling_plugin(host: Snapshot, lab: LabContainerd, cri: KubeletClient, api: FakeApi,
+                   tmp_path: Path) -> Iterator[QuietPlugin]:
+    """The quiet plugin with Kubernetes Events on, sent to ``api``; stopped cleanly (exit code
+    0) before ``host`` is put back."""
+    config = tmp_path / "events.toml"
+    config.write_text(f'[topology_publisher]\nnode_name = "{NODE}"\n'
+                      f'kubeconfig = "{write_kubeconfig(tmp_path / "kubeconfig", api)}"\n'
+                      '[events]\nenabled = true\n')
+    with serving(lab, QuietPlugin(lab.nri_socket, tmp_path, ("--config", str(config)))) \
+            as running:
+        yield running
+
+
+def told(api: FakeApi, reason: str) -> list[dict[str, Any]]:
+    """The events of ``reason`` in ``default`` as kubectl reads them from the fake (core/v1:
+    ``involvedObject``, ``message``)."""
+    url = (f"http://127.0.0.1:{api.port}/api/v1/namespaces/default/events"
+           f"?fieldSelector=reason%3D{reason}")
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        items: list[dict[str, Any]] = json.loads(reply.read())["items"]
+    return items
+
+
+def test_an_irq_written_back_onto_a_quiet_cpu_is_moved_off_counted_logged_and_told(  # noqa: PLR0917
+        host: Snapshot, telling_plugin: QuietPlugin, api: FakeApi, lab: LabContainerd,
         cri: KubeletClient, record_property: Callable[[str, object], None]) -> None:
     irqs = quiet_host.accepting(host)
     if not irqs:
         pytest.skip("no IRQ here accepts an affinity")
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+    plugin, uid = telling_plugin, str(uuid.uuid4())
+    with quiet_pod(cri, lab, plugin, irqs, record=record_property, uid=uid) as cpu:
+        before = {what: plugin.repairs(what) for what in ("irq", "idle")}
         moved = irqs[0]
         moved.write_text(str(cpu))  # a hand (or a driver, or irqbalance) moves it back
         wait_until(lambda: quiet_on(cpu, irqs),
-                   f"{moved} moved off CPU {cpu} again\n{quiet_plugin.text()[-3000:]}")
-        wait_until(lambda: quiet_plugin.repairs("irq") >= 1, "the repair counted")
-        repairs = [e for e in log_events(quiet_plugin.text())
-                   if e.get("event") == "quiet CPUs repaired"]
+                   f"{moved} moved off CPU {cpu} again\n{plugin.text()[-3000:]}")
+        wait_until(lambda: plugin.repairs("irq") > before["irq"], "the repair counted")
+        assert {what: plugin.repairs(what) for what in before} == {
+            "irq": before["irq"] + 1, "idle": before["idle"]}
+        repairs = [e for e in log_events(plugin.text()) if e.get("event") == "quiet CPUs repaired"]
         assert any(str(moved) in str(e.get("files")) and e.get("what") == "irq"
                    for e in repairs), repairs
+        wait_until(lambda: bool(told(api, "QuietCpusRepaired")),
+                   f"a QuietCpusRepaired event\n{plugin.text()[-3000:]}")
+        [event] = told(api, "QuietCpusRepaired")
+        involved = event["involvedObject"]
+        assert (involved["kind"], involved["namespace"], involved["name"], involved["uid"],
+                involved["fieldPath"]) == ("Pod", "default", "dpdk", uid, "spec.containers{app}")
+        assert (event["type"], event["reportingComponent"]) == ("Warning", "weka.io/nri-cpuset")
+        assert event["message"] == (f"1 irq setting(s) of its quiet CPUs {cpu} found changed "
+                                    f"back and rewritten (first: {moved})")
+        print(f"told: {event['reason']} on pod/{involved['name']}: {event['message']}")
     wait_until(lambda: not quiet_host.differences(host),
-               f"the host put back\n{quiet_plugin.text()[-3000:]}")
+               f"the host put back\n{plugin.text()[-3000:]}")
 
 
 def told_to_leave(daemon: irqbalance.Running, own: CPUSet, cpu: int, plugin: Plugin) -> None:
@@ -108,8 +135,7 @@ def banned_quiet_pod(balancer: irqbalance.Running, plugin: Plugin, lab: LabConta
     own = balancer.banned()
     assert own is not None
     irqs = quiet_host.accepting(host)
-    with pod(cri, "dpdk", QosClass.GUARANTEED, annotations=QUIET) as dpdk:
-        cpu = quiet_start(cri, lab, dpdk, irqs, record_property)
+    with quiet_pod(cri, lab, plugin, irqs, record=record_property) as cpu:
         told_to_leave(balancer, own, cpu, plugin)
         yield own, cpu, irqs
 

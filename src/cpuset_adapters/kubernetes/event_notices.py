@@ -12,7 +12,7 @@ not cost a placement: it is caught, logged once, and counted (:attr:`EventNotice
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -107,13 +107,14 @@ class EventNotices:
                     who, kind=entry.label, cpus=entry.cpus, why=why))
         self._safely("gave_back", tell)
 
-    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+    def quiet_repaired(self, holders: Mapping[str, CPUSet], what: str,
                        repaired: Sequence[str]) -> None:
         def tell() -> None:
-            for container_id in container_ids:
+            for container_id, cpus in holders.items():
                 if repaired and (who := self._regarding(container_id)) is not None:
                     self._recorder.record(quiet_repaired(
-                        who, what=what, repaired=len(repaired), example=repaired[0]))
+                        who, what=what, cpus=cpus, repaired=len(repaired),
+                        example=repaired[0]))
         self._safely("quiet_repaired", tell)
 
     # -- composing --

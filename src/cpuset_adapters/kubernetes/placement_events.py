@@ -82,12 +82,14 @@ def drift_repaired(who: Regarding, mismatch: Mismatch) -> PlacementEvent:
         note=f"the kernel enforced {showed} (check: {mismatch.cause}); wrote back {wrote}")
 
 
-def quiet_repaired(who: Regarding, *, what: str, repaired: int, example: str) -> PlacementEvent:
-    """``repaired`` files kept for the container's quiet CPUs (``what``) were found changed
-    back, by irqbalance, a driver or a hand, and rewritten (``example``: the first)."""
+def quiet_repaired(who: Regarding, *, what: str, cpus: CPUSet, repaired: int,
+                   example: str) -> PlacementEvent:
+    """``repaired`` files kept for the container's quiet ``cpus`` (``what``) were found
+    changed back, by irqbalance, a driver or a hand, and rewritten (``example``: the first,
+    naming the IRQ or the CPU's file)."""
     return PlacementEvent(
         regarding=who, reason=QUIET_REPAIRED, action="RepairQuietCpus", type="Warning",
-        note=f"{repaired} {what} setting(s) of its quiet CPUs found changed back and "
+        note=f"{repaired} {what} setting(s) of its quiet CPUs {cpus} found changed back and "
              f"rewritten (first: {example})")
 
 

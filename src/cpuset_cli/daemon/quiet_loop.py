@@ -17,7 +17,9 @@ from typing import Final
 
 from cpuset_cli.daemon.quiet_repairs import tell_repairs
 from cpuset_core import QuietState
+from cpuset_core.ledger import Ledger
 from cpuset_service.placement import PlacementService
+from cpuset_service.quiet import QuietResult
 
 _log = logging.getLogger("nri_cpuset.quiet")
 
@@ -57,43 +59,60 @@ class QuietLoop:
         return applied if time.monotonic() - self._checked >= CHECK else None
 
     async def run(self) -> None:
-        seen = None
+        """Forever: every :data:`POLL` seconds once synchronized, a pass when the ledger
+        changed what must be quiet, or a check of what was written when one is due."""
+        seen: Ledger | None = None
         while True:
             await asyncio.sleep(POLL)
-            ledger = self.service.ledger
             if not self.service.synchronized:
                 continue
-            state = None if ledger is seen else self.service.quiet.wanted(ledger)
+            ledger = self.service.ledger
+            state, checking = self._next(ledger, seen)
             seen = ledger
-            checking = state is None
-            state = state or self._due()
-            if state is None:
-                continue
-            self._checked = time.monotonic()
-            online = self.service.engine.topology.online
-            try:
-                result = await asyncio.to_thread(self.service.quiet.apply, state, online)
-            except Exception as exc:  # noqa: BLE001 - logged, retried: never ends the daemon
-                self.failures += 1
-                _log.error("quiet CPUs not applied: %s; retrying in %.0f s", exc, RETRY)
-                seen = None
-                await asyncio.sleep(RETRY)
-                continue
-            self.passes += 1
-            if result is None:
-                continue
+            if state is not None and not await self._pass(state, checking=checking):
+                seen = None  # the ledger as new: the failed pass is tried again whole
+
+    def _next(self, ledger: Ledger, seen: Ledger | None) -> tuple[QuietState | None, bool]:
+        """What to apply now and whether it is a check: the state ``ledger`` wants when it
+        is new and wants a change (not a check), else the applied state when a check is due,
+        else nothing."""
+        wanted = None if ledger is seen else self.service.quiet.wanted(ledger)
+        if wanted is not None:
+            return wanted, False
+        return self._due(), True
+
+    async def _pass(self, state: QuietState, *, checking: bool) -> bool:
+        """Make the node ``state`` in a worker thread and tell what it did; ``False`` when
+        the pass raised (logged, then :data:`RETRY` seconds waited)."""
+        self._checked = time.monotonic()
+        online = self.service.engine.topology.online
+        try:
+            result = await asyncio.to_thread(self.service.quiet.apply, state, online)
+        except Exception as exc:  # noqa: BLE001 - logged, retried: never ends the daemon
+            self.failures += 1
+            _log.error("quiet CPUs not applied: %s; retrying in %.0f s", exc, RETRY)
+            await asyncio.sleep(RETRY)
+            return False
+        self.passes += 1
+        if result is not None:
             self._unsettled = bool(result.problems)
-            if checking and not (result.changed or result.restored or result.problems):
-                continue  # all still as written: nothing to count or say
-            if checking and result.changed:
-                self.repaired += len(result.changed)
-                tell_repairs(state, result.changed, self.service.notices, self.repairs)
-            for outcome, files in (("changed", result.changed),
-                                   ("restored", result.restored),
-                                   ("skipped", result.skipped),
-                                   ("failed", result.problems)):
-                self.count(outcome, len(files))
-            _log.info("quiet CPUs", extra={
-                "irq_cpus": str(state.irq_cpus), "changed": len(result.changed),
-                "restored": len(result.restored), "skipped": "; ".join(result.skipped),
-                "problems": "; ".join(result.problems)})
+            self._tell(state, result, checking=checking)
+        return True
+
+    def _tell(self, state: QuietState, result: QuietResult, *, checking: bool) -> None:
+        """Count and log what a pass did; a check's writes are repairs. A check that found
+        all as written says nothing."""
+        if checking and not (result.changed or result.restored or result.problems):
+            return
+        if checking and result.changed:
+            self.repaired += len(result.changed)
+            tell_repairs(state, result.changed, self.service.notices, self.repairs)
+        for outcome, files in (("changed", result.changed),
+                               ("restored", result.restored),
+                               ("skipped", result.skipped),
+                               ("failed", result.problems)):
+            self.count(outcome, len(files))
+        _log.info("quiet CPUs", extra={
+            "irq_cpus": str(state.irq_cpus), "changed": len(result.changed),
+            "restored": len(result.restored), "skipped": "; ".join(result.skipped),
+            "problems": "; ".join(result.problems)})

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from cpuset_core import QuietState
+from cpuset_core import CPUSet, QuietState
 from cpuset_service.notices import Notices
 
 _log = logging.getLogger("nri_cpuset.quiet")
@@ -32,14 +32,15 @@ def what_of(changed: str) -> str:
     return "irq"
 
 
-def holders(state: QuietState, what: str) -> list[str]:
-    """The containers (ids) holding CPUs quiet for ``what``, each once."""
-    ids: dict[str, None] = {}
-    for wanted in state.cpus.values():
-        held = wanted.idle if what == "idle" else (
+def holders(state: QuietState, what: str) -> dict[str, CPUSet]:
+    """The containers (ids) holding CPUs quiet for ``what``, each with those CPUs."""
+    held: dict[str, set[int]] = {}
+    for cpu, wanted in state.cpus.items():
+        ids = wanted.idle if what == "idle" else (
             wanted.governors if what == "governor" else wanted.irqs)
-        ids.update(dict.fromkeys(held))
-    return list(ids)
+        for cid in ids:
+            held.setdefault(cid, set()).add(cpu)
+    return {cid: CPUSet(cpus) for cid, cpus in held.items()}
 
 
 def tell_repairs(state: QuietState, changed: Sequence[str], notices: Notices,

@@ -187,9 +187,9 @@ def test_a_quiet_cpu_repair_is_a_warning_on_each_container_holding_it(
         service: PlacementService, recorded: Recorded) -> None:
     service.admit(DB, container("db-1", DB, cpu_limit=2, name="db"))
     recorded.clear()
-    service.notices.quiet_repaired(["db-1", "gone-1"], "irq",
+    service.notices.quiet_repaired({"db-1": CPUSet([0, 8]), "gone-1": CPUSet([1])}, "irq",
                                    ["/proc/irq/24/smp_affinity_list"])
     assert [(e.regarding.name, e.reason, e.type, e.note) for e in recorded] == [(
         "db", "QuietCpusRepaired", "Warning",
-        "1 irq setting(s) of its quiet CPUs found changed back and rewritten (first: "
+        "1 irq setting(s) of its quiet CPUs 0,8 found changed back and rewritten (first: "
         "/proc/irq/24/smp_affinity_list)")]

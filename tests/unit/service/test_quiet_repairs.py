@@ -6,7 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -43,11 +43,11 @@ class MovedBack:
 
 @dataclass
 class Told:
-    calls: list[tuple[list[str], str, list[str]]] = field(default_factory=list)
+    calls: list[tuple[dict[str, CPUSet], str, list[str]]] = field(default_factory=list)
 
-    def quiet_repaired(self, container_ids: Sequence[str], what: str,
+    def quiet_repaired(self, holders: Mapping[str, CPUSet], what: str,
                        repaired: Sequence[str]) -> None:
-        self.calls.append((list(container_ids), what, list(repaired)))
+        self.calls.append((dict(holders), what, list(repaired)))
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *_args, **_kwargs: None  # the port's other notices: not under test
@@ -90,7 +90,7 @@ def test_an_irq_moved_back_is_rewritten_counted_and_told_to_its_holder(
     loop = QuietLoop(placed, repairs=lambda what, n: counted.append((what, n)))
     run(loop, lambda: loop.repaired >= 1)
     assert counted == [("irq", 1)]
-    assert told.calls == [(["c"], "irq", ["/proc/irq/25/smp_affinity_list"])]
+    assert told.calls == [({"c": CPUSet([6, 14])}, "irq", ["/proc/irq/25/smp_affinity_list"])]
     assert any(r.getMessage() == "quiet CPUs repaired" and r.what == "irq"  # type: ignore[attr-defined]
                for r in caplog.records)
 
@@ -125,10 +125,10 @@ def test_each_entry_is_told_as_what_it_is() -> None:
         "irqbalance 812: settings cpus 3")] == ["irq", "irq", "idle", "governor", "irqbalance"]
 
 
-def test_the_holders_are_those_that_asked_for_that_kind_each_once() -> None:
+def test_the_holders_are_those_that_asked_for_that_kind_each_once_with_their_cpus() -> None:
     state = QuietState({1: CpuQuiet(irqs=("a", "b"), idle=("b",), idle_limit=10),
                         2: CpuQuiet(irqs=("a",))})
-    assert holders(state, "irq") == ["a", "b"]
-    assert holders(state, "irqbalance") == ["a", "b"]
-    assert holders(state, "idle") == ["b"]
-    assert holders(state, "governor") == []
+    assert holders(state, "irq") == {"a": CPUSet([1, 2]), "b": CPUSet([1])}
+    assert holders(state, "irqbalance") == {"a": CPUSet([1, 2]), "b": CPUSet([1])}
+    assert holders(state, "idle") == {"b": CPUSet([1])}
+    assert holders(state, "governor") == {}

@@ -44,6 +44,7 @@ def snapshot(irq: Path = IRQ, cpu: Path = CPU) -> Snapshot:
     """Every file quiet CPUs may change, with its value now."""
     files = [*irq.glob("*/smp_affinity_list"), irq / "default_smp_affinity",
              *cpu.glob("cpu[0-9]*/cpuidle/state[0-9]*/disable"),
+             *cpu.glob("cpu[0-9]*/power/pm_qos_resume_latency_us"),
              *cpu.glob("cpu[0-9]*/cpufreq/scaling_governor")]
     return {path: path.read_text().strip() for path in sorted(files) if path.exists()}
 

@@ -50,7 +50,9 @@ def snapshot(irq: Path = IRQ, cpu: Path = CPU) -> Snapshot:
 
 
 def _write(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
+    # Truncation is a no-op on procfs and sysfs; on a fake tree a shorter value ("0" over
+    # "n/a") would otherwise keep the old one's tail.
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(fd, value.encode())
     finally:

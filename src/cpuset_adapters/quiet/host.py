@@ -46,8 +46,11 @@ class QuietHost:
         self._admin = admin
 
     def admin(self) -> bool:
-        """Whether the kernel's cpuidle store lets this process disable a state."""
-        return capable(CAP_SYS_ADMIN) if self._admin is None else self._admin
+        """Whether the kernel's cpuidle store lets this process disable a state (read once:
+        a process's capabilities do not grow)."""
+        if self._admin is None:
+            self._admin = capable(CAP_SYS_ADMIN)
+        return self._admin
 
     @property
     def default_affinity(self) -> str:

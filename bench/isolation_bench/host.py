@@ -21,11 +21,12 @@ bench says so and puts them back itself (a hang guard, not a figure)."""
 
 
 def changes(before: Snapshot, now: Snapshot) -> str:
-    """What differs, counted by kind: IRQ affinities, the default affinity, idle states,
-    governors (``"nothing"`` when none)."""
+    """What differs, counted by kind: IRQ affinities, the default affinity, idle states, PM
+    QoS resume latencies, governors (``"nothing"`` when none)."""
     moved = quiet_host.differences(before, now)
     kinds = {"IRQ affinities": "smp_affinity_list", "default affinity": "default_smp_affinity",
-             "idle states": "disable", "governors": "scaling_governor"}
+             "idle states": "disable", "resume latencies": "pm_qos_resume_latency_us",
+             "governors": "scaling_governor"}
     counts = [f"{sum(p.name == name for p in moved)} {what}" for what, name in kinds.items()
               if any(p.name == name for p in moved)]
     return ", ".join(counts) or "nothing"
@@ -54,7 +55,7 @@ class BenchHost:
                 left = quiet_host.differences(self.saved)
                 verdict = "as before it" if not left and not failed else "NOT as before it"
                 print(f"\nhost after the run: {verdict} ({len(self.saved)} files compared: IRQ "
-                      "affinities, default affinity, idle states, governors)")
+                      "affinities, default affinity, idle states, resume latencies, governors)")
                 for path, (was, now) in sorted(left.items()):
                     print(f"  {path}: {now!r}, was {was!r}")
                 for line in failed:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
+from cpuset_adapters.quiet.idle import NONE, PM_QOS
 from cpuset_core import CPUSet, Entry, QuietState
 
 GIVEN: Final = "given"
@@ -31,7 +32,8 @@ class QuietView:
     this node cannot, best effort) or ``pending`` (no pass since it was admitted)."""
     why: str = ""
     applied: str = ""
-    """What the last pass holds on its CPUs (``interrupts off 3; idle over 0 µs off 3``)."""
+    """What the last pass holds on its CPUs (``interrupts off 3; idle states past 0 µs
+    disabled on 3``, or ``resume latency ≤ 0 µs (PM QoS) on 3`` where that carried it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,48 +44,67 @@ class NodeQuietView:
     irq_cpus: str = ""
     idle_limits: dict[str, int] = field(default_factory=dict)
     """CPU → the exit latency (µs) past which its idle states are disabled."""
+    idle_via: dict[str, str] = field(default_factory=dict)
+    """CPU → what carries that bound: ``cpuidle`` (its states' ``disable``), ``pm-qos`` (its
+    PM QoS resume latency: a process without CAP_SYS_ADMIN), ``none`` (neither could be
+    written). Absent: ``cpuidle`` (a daemon of before the PM QoS fallback)."""
     governors: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
 def container_quiet(cid: str, entry: Entry, applied: QuietState | None,
-                    unmet: str = "") -> QuietView | None:
+                    unmet: str = "", idle_via: Mapping[int, str] | None = None,
+                    ) -> QuietView | None:
     """``entry``'s request and what became of it (``unmet``: why the node could not give it,
-    as its admission found); ``None`` when it asked nothing kept (a container without
-    exclusive CPUs: its reason says its request was ignored)."""
+    as its admission found; ``idle_via``: what carried each CPU's idle bound, the last pass's
+    report); ``None`` when it asked nothing kept (a container without exclusive CPUs: its
+    reason says its request was ignored)."""
     quiet = entry.quiet
     if quiet is None:
         return None
     keys, asks = list(quiet.keys), quiet.describe()
     if unmet:
         return QuietView(keys=keys, asks=asks, state=NOT_GIVEN_STATE, why=unmet)
-    held = _held_by(cid, applied)
+    held = _held_by(cid, applied, idle_via or {})
     if applied is None or not held:
         return QuietView(keys=keys, asks=asks, state=PENDING)
     return QuietView(keys=keys, asks=asks, state=GIVEN, applied=held)
 
 
-def _held_by(cid: str, applied: QuietState | None) -> str:
+def _held_by(cid: str, applied: QuietState | None, idle_via: Mapping[int, str]) -> str:
     """What ``applied`` keeps on the CPUs ``cid`` holds quiet, in words ("": nothing)."""
     if applied is None:
         return ""
     irqs = CPUSet(cpu for cpu, q in applied.cpus.items() if cid in q.irqs)
-    idle = {cpu: q.idle_limit for cpu, q in applied.cpus.items() if cid in q.idle}
+    idle = {cpu: q.idle_limit for cpu, q in applied.cpus.items()
+            if cid in q.idle and q.idle_limit is not None}
     governors = {cpu: q.governor for cpu, q in applied.cpus.items() if cid in q.governors}
     parts = [f"interrupts off {irqs}"] if irqs else []
-    parts += [f"idle over {limit} µs off {cpu}" for cpu, limit in idle.items()]
+    parts += [idle_bound(limit, str(cpu), idle_via.get(cpu, "")) for cpu, limit in idle.items()]
     parts += [f"governor {governor} on {cpu}" for cpu, governor in governors.items()]
     return "; ".join(parts)
 
 
+def idle_bound(limit: int, cpu: str, via: str) -> str:
+    """One CPU's idle bound in words, by what carried it."""
+    if via == PM_QOS:
+        return f"resume latency ≤ {limit} µs (PM QoS) on {cpu}"
+    if via == NONE:
+        return f"idle bound {limit} µs not carried on {cpu}"
+    return f"idle states past {limit} µs disabled on {cpu}"
+
+
 def node_quiet(applied: QuietState | None, skipped: Sequence[str] = (),
-               problems: Sequence[str] = ()) -> NodeQuietView:
+               problems: Sequence[str] = (),
+               idle_via: Mapping[int, str] | None = None) -> NodeQuietView:
     """The node's view from the last applied state and that pass's notes."""
     if applied is None:
         return NodeQuietView(skipped=list(skipped), problems=list(problems))
     return NodeQuietView(irq_cpus=applied.irq_cpus.format(),
                          idle_limits=_by_cpu(applied.idle_limits()),
+                         idle_via=_by_cpu({cpu: via for cpu, via in (idle_via or {}).items()
+                                           if cpu in applied.idle_limits()}),
                          governors=_by_cpu(applied.governors()),
                          skipped=list(skipped), problems=list(problems))
 
@@ -114,7 +135,8 @@ def node_lines(node: NodeQuietView) -> list[str]:
     went wrong)."""
     lines = []
     quiet = [f"interrupts off {node.irq_cpus}"] if node.irq_cpus else []
-    quiet += [f"idle over {limit} µs off {cpu}" for cpu, limit in node.idle_limits.items()]
+    quiet += [idle_bound(limit, cpu, node.idle_via.get(cpu, ""))
+              for cpu, limit in node.idle_limits.items()]
     quiet += [f"governor {gov} on {cpu}" for cpu, gov in node.governors.items()]
     if quiet:
         lines.append(f"quiet CPUs: {'; '.join(quiet)}")

@@ -120,6 +120,8 @@ class StatusInputs:
     """That pass's skipped files and problems."""
     quiet_unmet: Mapping[str, str] = field(default_factory=dict)
     """Why each container's quiet-CPU request was not given, as its admission found."""
+    quiet_idle_via: Mapping[int, str] = field(default_factory=dict)
+    """What carried each CPU's idle bound in the last pass (``cpuidle``, ``pm-qos``)."""
 
 
 def build(engine: CpusetEngine, *, runtime: str, synchronized: bool,
@@ -167,7 +169,8 @@ def render_slices(inputs: StatusInputs) -> Iterator[bytes]:
         "pending_updates": sorted(inputs.pending), "records_lagging": sorted(inputs.records),
         "draining": committed.draining.format(),
         "stats": dict(inputs.stats),
-        "quiet": _converter.unstructure(node_quiet(inputs.quiet_applied, *inputs.quiet_notes))}
+        "quiet": _converter.unstructure(node_quiet(inputs.quiet_applied, *inputs.quiet_notes,
+                                                  inputs.quiet_idle_via))}
     yield b"]," + json.dumps(rest, separators=(",", ":"))[1:].encode() + b"\n"
 
 
@@ -180,7 +183,7 @@ def _container(cid: str, entry: Entry, pool: CPUSet, reserved: CPUSet,
         reason=entry.reason, history=list(inputs.history.get(cid, ())),
         devices=entry.near.format(),
         quiet=container_quiet(cid, entry, inputs.quiet_applied,
-                              inputs.quiet_unmet.get(cid, ""))), cpus
+                              inputs.quiet_unmet.get(cid, ""), inputs.quiet_idle_via)), cpus
 
 
 _converter = cattrs.Converter()

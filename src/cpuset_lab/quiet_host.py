@@ -44,12 +44,15 @@ def snapshot(irq: Path = IRQ, cpu: Path = CPU) -> Snapshot:
     """Every file quiet CPUs may change, with its value now."""
     files = [*irq.glob("*/smp_affinity_list"), irq / "default_smp_affinity",
              *cpu.glob("cpu[0-9]*/cpuidle/state[0-9]*/disable"),
+             *cpu.glob("cpu[0-9]*/power/pm_qos_resume_latency_us"),
              *cpu.glob("cpu[0-9]*/cpufreq/scaling_governor")]
     return {path: path.read_text().strip() for path in sorted(files) if path.exists()}
 
 
 def _write(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
+    # Truncation is a no-op on procfs and sysfs; on a fake tree a shorter value ("0" over
+    # "n/a") would otherwise keep the old one's tail.
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(fd, value.encode())
     finally:

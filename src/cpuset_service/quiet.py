@@ -9,7 +9,7 @@ fast path's updater.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -36,6 +36,9 @@ class QuietResult(Protocol):
     def skipped(self) -> Sequence[str]: ...
     @property
     def problems(self) -> Sequence[str]: ...
+    @property
+    def idle_via(self) -> Mapping[int, str]:
+        """CPU → the mechanism that carries its idle bound (the node's fact: ``inspect``)."""
 
 
 class QuietNode(Protocol):

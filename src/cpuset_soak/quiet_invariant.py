@@ -9,7 +9,9 @@ against the host's files as they were before the walk (``cpuset_lab.quiet_host.s
   ``/proc/irq/default_smp_affinity`` the same, as a mask;
 * every idle state's ``disable`` is ``1`` on a CPU a running quiet container holds whose
   bound is below the state's exit latency, and its original everywhere else;
-* every other file (governors: the walk asks for none) is its original.
+* every other file is its original: governors (the walk asks for none), and each CPU's PM QoS
+  resume latency (the soak's plugin runs as root with CAP_SYS_ADMIN, so it carries idle
+  bounds in the states' ``disable``; the PM QoS file is a capability-less pod's way).
 
 At the end, every pod gone, that is: the host equals the snapshot. IRQs that came or went
 during the walk are nobody's change (``quiet_host.differences``' rule)."""

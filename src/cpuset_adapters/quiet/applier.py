@@ -4,7 +4,9 @@ after each change, so nothing the plugin wrote outlives the last container that 
 
 A pass (:meth:`QuietApplier.apply`): what each file must hold now; the originals of files about
 to change kept in the journal, on disk, before any write; the writes; then every journaled file
-no longer wanted put back and forgotten. An IRQ keeps its own affinity minus the quiet CPUs (the
+no longer wanted put back and forgotten. An idle bound goes where this process may put it
+(:mod:`cpuset_adapters.quiet.idle`: the states' ``disable`` with CAP_SYS_ADMIN, the CPU's PM
+QoS resume latency without). An IRQ keeps its own affinity minus the quiet CPUs (the
 CPUs that are not quiet when none of its own is left); one the kernel keeps (managed or fixed)
 refuses the write and is skipped, saying so.
 """
@@ -15,6 +17,7 @@ import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cpuset_adapters.quiet import idle
 from cpuset_adapters.quiet.host import (
     QuietHost,
     format_mask,
@@ -37,6 +40,8 @@ class QuietReport:
     restored: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    idle_via: dict[int, str] = field(default_factory=dict)
+    """CPU → which mechanism carries its idle bound (``cpuidle``, ``pm-qos`` or ``none``)."""
 
 
 class QuietApplier:
@@ -111,10 +116,13 @@ class QuietApplier:
                 report: QuietReport) -> dict[str, str]:
         """What each file must hold now (files that need nothing are absent)."""
         wanted = self._irqs_wanted(state.irq_cpus & online, online, report)
+        admin = self.host.admin() if state.idle_limits() else False
         for cpu, limit in state.idle_limits().items():
-            for idle in self.host.idle_states(cpu):
-                if idle.latency > limit:
-                    wanted[idle.disable] = "1"
+            bound = idle.wanted(self.host, cpu, limit, admin, self.journal.originals)
+            report.idle_via[cpu] = bound.via
+            wanted.update(bound.files)
+            report.skipped += [bound.skipped] if bound.skipped else []
+            report.problems += [bound.problem] if bound.problem else []
         for cpu, governor in state.governors().items():
             if governor in self.host.governors_available(cpu):
                 wanted[self.host.governor(cpu)] = governor

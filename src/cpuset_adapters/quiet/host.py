@@ -1,6 +1,6 @@
 """Where the node keeps what quiet CPUs change, under a root each (``/proc``, ``/sys``) so that
-tests run on fake trees: interrupt affinities, idle states, frequency governors; and whether a
-request can be met at all here."""
+tests run on fake trees: interrupt affinities, idle states (and each CPU's PM QoS resume
+latency), frequency governors; and whether a request can be met at all here."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from cpuset_adapters.quiet import idle
 from cpuset_core.cpuset import CPUSet
 from cpuset_core.quiet_request import Quiet
 
@@ -35,11 +36,21 @@ def format_mask(cpus: CPUSet) -> str:
 
 
 class QuietHost:
-    """The node's files under ``proc_root`` and ``sys_root``."""
+    """The node's files under ``proc_root`` and ``sys_root``; ``admin``: whether this process
+    may disable idle states (``None``: its CAP_SYS_ADMIN, read when asked)."""
 
-    def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> None:
+    def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys", *,
+                 admin: bool | None = None) -> None:
         self.irq_root = Path(proc_root) / "irq"
         self.cpu_root = Path(sys_root) / "devices/system/cpu"
+        self._admin = admin
+
+    def admin(self) -> bool:
+        """Whether the kernel's cpuidle store lets this process disable a state (read once:
+        a process's capabilities do not grow)."""
+        if self._admin is None:
+            self._admin = capable(CAP_SYS_ADMIN)
+        return self._admin
 
     @property
     def default_affinity(self) -> str:
@@ -61,6 +72,10 @@ class QuietHost:
         return [IdleState(str(p / "disable"), int((p / "latency").read_text()))
                 for p in states]
 
+    def resume_latency(self, cpu: int) -> str:
+        """``cpu``'s PM QoS resume-latency file (its CPU device's, in µs)."""
+        return str(self.cpu_root / f"cpu{cpu}" / idle.PM_QOS_FILE)
+
     def governor(self, cpu: int) -> str:
         return str(self.cpu_root / f"cpu{cpu}" / "cpufreq" / "scaling_governor")
 
@@ -77,17 +92,7 @@ class QuietHost:
             elif not os.access(self.default_affinity, os.W_OK):
                 why.append(f"interrupts: {self.irq_root} is read-only here")
         if quiet.idle_limit is not None:
-            missing = CPUSet(cpu for cpu in cpus if not self.idle_states(cpu))
-            fixed = CPUSet(cpu for cpu in cpus - missing if not all(
-                os.access(idle.disable, os.W_OK) for idle in self.idle_states(cpu)))
-            if missing:
-                why.append(f"idle states: no cpuidle states for CPU(s) {missing}")
-            if fixed:  # a read-only /sys, as the DaemonSet mounts it
-                why.append(f"idle states: cpuidle of CPU(s) {fixed} is read-only here")
-            elif cpus - missing and not capable(CAP_SYS_ADMIN):
-                # The kernel's cpuidle store checks it whatever the file's mode (EPERM).
-                why.append("idle states: disabling one needs CAP_SYS_ADMIN, which this "
-                           "process lacks")
+            why += idle.why_not(self, cpus, self.admin())
         if quiet.governor is not None:
             for cpu in cpus:
                 available = self.governors_available(cpu)

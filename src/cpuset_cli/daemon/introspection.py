@@ -99,7 +99,8 @@ class Introspection:
                           for m, sends in self.verifier.drifting()}
             if self.verifier is not None else {},
             quiet_applied=self.service.quiet.applied, quiet_notes=self._quiet_notes(),
-            quiet_unmet=dict(self.service.quiet.unmet))
+            quiet_unmet=dict(self.service.quiet.unmet),
+            quiet_idle_via=dict(last.idle_via) if (last := self.service.quiet.last) else {})
 
     def _quiet_notes(self) -> tuple[list[str], list[str]]:
         """The last quiet-CPU pass's skipped files and problems."""

@@ -16,8 +16,9 @@ from cpuset_service.notices import Notices
 _log = logging.getLogger("nri_cpuset.quiet")
 
 WHATS: Final = ("irq", "idle", "governor", "irqbalance")
-"""What a repair rewrote: an IRQ affinity (or the default one), an idle state's ``disable``,
-a governor, a running irqbalance told again or told for the first time."""
+"""What a repair rewrote: an IRQ affinity (or the default one), an idle state's ``disable``
+or a CPU's PM QoS resume latency, a governor, a running irqbalance told again or told for the
+first time."""
 
 
 def what_of(changed: str) -> str:
@@ -25,7 +26,7 @@ def what_of(changed: str) -> str:
     is."""
     if changed.startswith("irqbalance"):
         return "irqbalance"
-    if "/cpuidle/" in changed:
+    if "/cpuidle/" in changed or changed.endswith("pm_qos_resume_latency_us"):
         return "idle"
     if "/cpufreq/" in changed:
         return "governor"

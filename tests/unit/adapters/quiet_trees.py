@@ -27,9 +27,12 @@ class FakeHost(QuietHost):
         super().write(path, text)
 
 
-def node(tree: Path, *, cpufreq: bool = True) -> FakeHost:
+def node(tree: Path, *, cpufreq: bool = True, pm_qos: bool = True,
+         admin: bool | None = None) -> FakeHost:
     """4 CPUs; IRQs 24 (0-3), 25 (2), 26 (0-3, managed); each CPU with POLL (0 µs), C1 (2 µs),
-    C6 (100 µs); a cpufreq governor ``schedutil`` of three."""
+    C6 (100 µs), a PM QoS resume latency without constraint (``0``); a cpufreq governor
+    ``schedutil`` of three. ``admin``: whether the host's code may disable idle states
+    (``None``: as this process may)."""
     irq = tree / "proc/irq"
     for number, affinity in (("24", "0-3"), ("25", "2"), (MANAGED, "0-3")):
         (irq / number).mkdir(parents=True)
@@ -42,12 +45,15 @@ def node(tree: Path, *, cpufreq: bool = True) -> FakeHost:
             state.mkdir(parents=True)
             (state / "latency").write_text(f"{latency}\n")
             (state / "disable").write_text("0\n")
+        if pm_qos:
+            (base / "power").mkdir()
+            (base / "power/pm_qos_resume_latency_us").write_text("0\n")
         if cpufreq:
             (base / "cpufreq").mkdir()
             (base / "cpufreq/scaling_governor").write_text("schedutil\n")
             (base / "cpufreq/scaling_available_governors").write_text(
                 "performance powersave schedutil\n")
-    return FakeHost(tree / "proc", tree / "sys")
+    return FakeHost(tree / "proc", tree / "sys", admin=admin)
 
 
 def holding(cid: str, cpus: str, quiet: Quiet | None) -> Entry:

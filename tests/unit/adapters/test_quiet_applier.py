@@ -152,10 +152,11 @@ def test_why_not_says_which_files_are_read_only_here(tmp_path: Path,
     host = node(tmp_path)
     writable = os.access
     monkeypatch.setattr("os.access", lambda path, mode: writable(path, mode) and not any(
-        part in str(path) for part in ("/irq/", "/cpuidle/", "/cpufreq/")))
+        part in str(path) for part in ("/irq/", "/cpuidle/", "/power/", "/cpufreq/")))
     assert host.why_not(ALL, CPUSet((1, 2))) == [
         f"interrupts: {tmp_path}/proc/irq is read-only here",
-        "idle states: cpuidle of CPU(s) 1-2 is read-only here",
+        "idle states: cpuidle of CPU(s) 1-2 is read-only here, and their PM QoS resume "
+        "latency (power/pm_qos_resume_latency_us) is read-only here",
         "governor: cpufreq of CPU 1 is read-only here"]
 
 

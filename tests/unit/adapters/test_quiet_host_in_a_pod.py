@@ -1,6 +1,7 @@
 """Quiet CPUs as the DaemonSet's pod finds the node (issue 43, found by running it): uid 0
 without capabilities. The kernel's cpuidle store wants CAP_SYS_ADMIN whatever the file's mode,
-so an idle-state request is unmet and says so before any write; a kernel-managed IRQ's
+so an idle bound goes to the CPU's PM QoS resume latency (test_quiet_pm_qos.py), and where
+that file is missing too the request is unmet and says so before any write; a kernel-managed IRQ's
 affinity file is mode 0444, refused with EACCES before the kernel's EIO, and is skipped as
 kernel-managed all the same."""
 
@@ -20,7 +21,8 @@ from cpuset_core.quiet import quiet_state
 from cpuset_core.quiet_request import Quiet
 from tests.unit.adapters.quiet_trees import ONLINE, holding, node, text
 
-LACKS = "idle states: disabling one needs CAP_SYS_ADMIN, which this process lacks"
+LACKS = ("idle states: disabling one needs CAP_SYS_ADMIN, which this process lacks, and CPU(s) 1 "
+         "have no PM QoS resume latency (power/pm_qos_resume_latency_us)")
 
 
 def status(tmp_path: Path, cap_eff: str) -> Path:
@@ -45,11 +47,13 @@ def test_a_status_without_an_effective_set_holds_none(tmp_path: Path) -> None:
     assert capable(CAP_SYS_ADMIN, tmp_path / "status") is False
 
 
-def test_idle_states_without_cap_sys_admin_are_unmet_saying_so(
+def test_idle_states_without_cap_sys_admin_nor_pm_qos_are_unmet_saying_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    host = node(tmp_path)
+    host = node(tmp_path, pm_qos=False)
     monkeypatch.setattr(quiet_host, "capable", lambda _bit: False)
     assert host.why_not(Quiet(irqs=True, idle_limit=0, keys=("k",)), CPUSet((1,))) == [LACKS]
+    # With the CPU's PM QoS file the bound goes there: met.
+    assert node(tmp_path / "qos").why_not(Quiet(idle_limit=0, keys=("k",)), CPUSet((1,))) == []
     assert host.why_not(Quiet(irqs=True, keys=("k",)), CPUSet((1,))) == []
     # No cpuidle at all is what it says, not a capability.
     assert QuietHost(tmp_path / "proc", tmp_path / "none").why_not(

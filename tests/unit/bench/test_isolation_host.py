@@ -27,3 +27,9 @@ def test_an_irq_gone_meanwhile_is_no_change() -> None:
     now = dict(BEFORE)
     del now[IRQ / "24/smp_affinity_list"]
     assert changes(BEFORE, {**now, IDLE: "1"}) == "1 idle states"
+
+
+def test_a_resume_latency_changed_is_counted_as_such() -> None:
+    qos = Path("/sys/devices/system/cpu/cpu1/power/pm_qos_resume_latency_us")
+    before = {**BEFORE, qos: "0"}
+    assert changes(before, {**before, qos: "n/a"}) == "1 resume latencies"

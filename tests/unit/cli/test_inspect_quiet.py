@@ -44,7 +44,8 @@ def view_of(service: PlacementService, *, applied: bool,
     return state_view.decode(state_view.render(state_view.StatusInputs(
         committed=state_view.Committed.of(service.engine), runtime="containerd",
         synchronized=True, quiet_applied=service.quiet.applied,
-        quiet_notes=(last.skipped, last.problems), quiet_unmet=service.quiet.unmet)))
+        quiet_notes=(last.skipped, last.problems), quiet_unmet=service.quiet.unmet,
+        quiet_idle_via=last.idle_via)))
 
 
 def by_id(view: state_view.StateView) -> dict[str, state_view.ContainerView]:
@@ -59,7 +60,7 @@ def test_a_given_request_says_what_the_node_holds_on_its_cpus() -> None:
     assert quiet == quiet_view.QuietView(
         keys=[CRIO_IRQ, CRIO_IDLE], asks="interrupts off, idle states over 10 µs off",
         state="given", applied=f"interrupts off {mine}; " + "; ".join(
-            f"idle over 10 µs off {cpu}" for cpu in mine))
+            f"idle states past 10 µs disabled on {cpu}" for cpu in mine))
     assert by_id(view)["w"].quiet is None
     assert view.quiet.irq_cpus == mine.format()
     assert view.quiet.idle_limits == {str(cpu): 10 for cpu in mine}
@@ -105,7 +106,8 @@ def test_inspect_shows_each_request_and_the_nodes_quiet_cpus_in_text_and_json(
     assert text.exit_code == 0, text.output
     assert (f"quiet: ns/dpdk/main: interrupts off, idle states over 10 µs off ({CRIO_IRQ}, "
             f"{CRIO_IDLE}): given") in text.output
-    assert f"quiet CPUs: interrupts off {mine}; idle over 10 µs off {mine.first()}" in text.output
+    assert (f"quiet CPUs: interrupts off {mine}; idle states past 10 µs disabled on "
+            f"{mine.first()}") in text.output
     assert "quiet CPUs skipped: IRQ 26: the kernel keeps its affinity" in text.output
     assert "quiet CPUs problem: governor: CPU 1 cannot run 'ondemand'" in text.output
     document = json.loads(raw.output)
@@ -145,3 +147,26 @@ def test_explain_says_why_not_or_that_the_pass_is_to_come(tmp_path: Path) -> Non
             result = CliRunner().invoke(explain, ["ns/dpdk/main", "--status-socket", str(path)])
         assert expected in result.output, result.output
 
+
+
+def test_a_bound_carried_by_pm_qos_says_so_in_both_views(tmp_path: Path) -> None:
+    """The DaemonSet's pod, without CAP_SYS_ADMIN, carries an idle bound in each CPU's PM QoS
+    resume latency: ``inspect`` and ``explain`` say which mechanism did."""
+    service = placed()
+    mine = service.ledger.entries["q"].cpus
+    view = view_of(service, applied=True,
+                   report=QuietReport(idle_via=dict.fromkeys(mine, "pm-qos")))
+    assert view.quiet.idle_via == {str(cpu): "pm-qos" for cpu in mine}
+    with serving(tmp_path / "status.sock", view) as path:
+        text = CliRunner().invoke(inspect, ["--status-socket", str(path)])
+        given = CliRunner().invoke(explain, ["ns/dpdk/main", "--status-socket", str(path)])
+    first = mine.first()
+    assert (f"quiet CPUs: interrupts off {mine}; resume latency ≤ 10 µs (PM QoS) on {first}"
+            in text.output), text.output
+    assert f"resume latency ≤ 10 µs (PM QoS) on {first}" in given.output, given.output
+    assert "idle states past" not in given.output
+
+
+def test_a_bound_no_file_could_carry_says_so() -> None:
+    assert quiet_view.idle_bound(0, "3", "none") == "idle bound 0 µs not carried on 3"
+    assert quiet_view.idle_bound(0, "3", "") == "idle states past 0 µs disabled on 3"

@@ -122,7 +122,9 @@ def test_each_entry_is_told_as_what_it_is() -> None:
         "/proc/irq/24/smp_affinity_list", "/proc/irq/default_smp_affinity",
         "/sys/devices/system/cpu/cpu3/cpuidle/state2/disable",
         "/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor",
-        "irqbalance 812: settings cpus 3")] == ["irq", "irq", "idle", "governor", "irqbalance"]
+        "/sys/devices/system/cpu/cpu3/power/pm_qos_resume_latency_us",
+        "irqbalance 812: settings cpus 3")] == ["irq", "irq", "idle", "governor", "idle",
+                                                "irqbalance"]
 
 
 def test_the_holders_are_those_that_asked_for_that_kind_each_once_with_their_cpus() -> None:

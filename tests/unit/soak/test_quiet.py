@@ -188,3 +188,17 @@ def test_masks_and_lists_are_compared_as_sets_and_irqs_gone_since_are_nobodys() 
     now = {**BEFORE, irq(24): "0,1", DEFAULT: "00000003"}
     del now[irq(36)]
     assert check(now, Wanted()) == []
+
+
+def test_the_pm_qos_resume_latency_stays_its_original_on_the_host_path() -> None:
+    """The soak's plugin runs as root with CAP_SYS_ADMIN: it carries a bound in the states'
+    ``disable``, never in the PM QoS file (the capability-less pod's way), which the
+    invariant then holds to its original."""
+    qos = CPU / "cpu1/power/pm_qos_resume_latency_us"
+    before = {**BEFORE, qos: "0"}
+    want = Wanted(idle_bounds={1: 0})
+    assert violations(before, {**before, idle(1, 1): "1"}, accepting=ACCEPTING,
+                      latency=LATENCY, online=TWO, want=want) == []
+    [left] = violations(before, {**before, idle(1, 1): "1", qos: "n/a"}, accepting=ACCEPTING,
+                        latency=LATENCY, online=TWO, want=want)
+    assert "pm_qos_resume_latency_us is 'n/a', expected '0'" in left

@@ -62,9 +62,13 @@ def events_for(runtime: RuntimeInfo | None) -> frozenset[Event]:
     (NRI v0.12.1 or later): the runtime's records wait until a start has gone by. The
     benchmarks' no-op plugin subscribes to the same, so NRI's own cost of them is in its
     floor."""
-    if runtime is not None and locks_are_safe(runtime.nri_version):
-        return EVENTS | {Event.POST_START_CONTAINER}
-    return EVENTS
+    return EVENTS | {Event.POST_START_CONTAINER} if _sees_starts_end(runtime) else EVENTS
+
+
+def _sees_starts_end(runtime: RuntimeInfo | None) -> bool:
+    """Whether the plugin calls UpdateContainers itself on ``runtime`` (NRI v0.12.1 or later),
+    so its records wait for starts to go by."""
+    return runtime is not None and locks_are_safe(runtime.nri_version)
 
 
 class CpusetNriHandler:
@@ -87,9 +91,6 @@ class CpusetNriHandler:
     def subscribed_events(self) -> frozenset[Event]:
         """:func:`events_for` this runtime."""
         return events_for(self.runtime)
-
-    def _sees_starts_end(self) -> bool:
-        return self.runtime is not None and locks_are_safe(self.runtime.nri_version)
 
     def on_configure(self, info: RuntimeInfo) -> None:
         self.runtime = info  # the session logged the Configure
@@ -145,7 +146,7 @@ class CpusetNriHandler:
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._service.quota.lift(container.id, container.linux.cgroups_path)
-        if self._sees_starts_end():  # records wait until its PostStartContainer
+        if _sees_starts_end(self.runtime):  # records wait until its PostStartContainer
             self._service.pusher.pace.starting(container.id)
 
     def on_post_start_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)

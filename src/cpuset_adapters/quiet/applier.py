@@ -116,8 +116,9 @@ class QuietApplier:
                 report: QuietReport) -> dict[str, str]:
         """What each file must hold now (files that need nothing are absent)."""
         wanted = self._irqs_wanted(state.irq_cpus & online, online, report)
-        admin = self.host.admin() if state.idle_limits() else False
-        for cpu, limit in state.idle_limits().items():
+        limits = state.idle_limits()
+        admin = self.host.admin() if limits else False
+        for cpu, limit in limits.items():
             bound = idle.wanted(self.host, cpu, limit, admin, self.journal.originals)
             report.idle_via[cpu] = bound.via
             wanted.update(bound.files)

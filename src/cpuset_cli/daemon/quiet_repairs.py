@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from cpuset_adapters.quiet.idle import PM_QOS_FILE
 from cpuset_core import CPUSet, QuietState
 from cpuset_service.notices import Notices
 
@@ -26,7 +27,7 @@ def what_of(changed: str) -> str:
     is."""
     if changed.startswith("irqbalance"):
         return "irqbalance"
-    if "/cpuidle/" in changed or changed.endswith("pm_qos_resume_latency_us"):
+    if "/cpuidle/" in changed or changed.endswith(PM_QOS_FILE):
         return "idle"
     if "/cpufreq/" in changed:
         return "governor"

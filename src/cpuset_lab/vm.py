@@ -32,8 +32,9 @@ from typing import Final
 
 from cpuset_lab.containerd_install import runtime_named
 from cpuset_lab.daemonset.image_archive import archive_path, stale
+from cpuset_lab.vm_heartbeat import HEARTBEAT_FILE, Heartbeat
 from cpuset_lab.vm_output import Tail, copy_console, explain
-from cpuset_lab.vm_results import Outcome, ShapeResult, judge, summary_table
+from cpuset_lab.vm_results import KERNEL_STUCK, Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
 
@@ -132,24 +133,29 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
         tail.start()
     started = time.monotonic()
     timed_out = False
+    stalled = ""
     with (results / "console.log").open("wb") as console:
         # A pipe, not the file: QEMU opens its stdout twice, and two descriptors on one file
         # would overwrite each other's output.
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # noqa: S603
                                 stderr=subprocess.STDOUT, cwd=REPO, env=env,
                                 start_new_session=True)
-        stalled = threading.Event()
-        copier = threading.Thread(target=copy_console, args=(proc, console, stalled),
+        kernel_stuck = threading.Event()
+        copier = threading.Thread(target=copy_console, args=(proc, console, kernel_stuck),
                                   daemon=True)
         copier.start()
+        heartbeat = Heartbeat(results / HEARTBEAT_FILE)
         while proc.poll() is None:
-            elapsed = time.monotonic() - started
+            now = time.monotonic()
+            elapsed = now - started
             booted = (results / "timings").exists()
+            heartbeat.look(now)
+            stalled = KERNEL_STUCK if kernel_stuck.is_set() else heartbeat.silence(now)
             if elapsed > timeout or (not booted and elapsed > boot_timeout):
                 timed_out = True
                 _kill_group(proc)
                 break
-            if stalled.is_set():
+            if stalled:
                 _kill_group(proc)
                 break
             time.sleep(1.0)
@@ -160,8 +166,7 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
     tail.done.set()
     if echo:
         tail.join(timeout=10)
-    return judge(shape.name, results, wall_s=wall, timed_out=timed_out,
-                 stalled=stalled.is_set())
+    return judge(shape.name, results, wall_s=wall, timed_out=timed_out, stalled=stalled)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -15,6 +15,9 @@ from cpuset_lab.vm_results import Outcome, ShapeResult
 
 QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
 LOCKUP: Final = re.compile(r"soft lockup - CPU#\d+ stuck for (\d+)s")
+KERNEL_TROUBLE: Final = re.compile(
+    r"soft lockup|rcu.*(stall|self-detected)|blocked for more than|BUG:|Oops|WARNING:|"
+    r"Call Trace|hung_task|Kernel panic")
 STALL_LIMIT: Final = 120
 """Seconds a guest CPU may be reported stuck before the guest counts as stalled: software
 emulation of 8 CPUs on 2 host cores was seen to livelock a guest kernel for good (every CPU
@@ -73,7 +76,20 @@ def explain(result: ShapeResult, results: Path) -> str:
         tail = (results / log).read_text(errors="replace").splitlines()[-30:]
         lines.append(f"  --- last {len(tail)} lines of {results / log}:")
         lines += [f"  {line}" for line in tail]
+    if log != "console.log":
+        warnings = kernel_warnings(_read_text(results / "console.log"))
+        if warnings:
+            lines.append(f"  --- the guest kernel's last {len(warnings)} warnings "
+                         f"({results / 'console.log'}):")
+            lines += [f"  {line}" for line in warnings]
     return "\n".join(lines)
+
+
+def kernel_warnings(console: str, keep: int = 20) -> list[str]:
+    """The last ``keep`` lines of a guest console that say the kernel was stuck or hurt (soft
+    lockups, RCU stalls, tasks blocked for minutes, BUGs, oopses, warnings): what tells a hung
+    test from a hung guest when a shape times out."""
+    return [line for line in console.splitlines() if KERNEL_TROUBLE.search(line)][-keep:]
 
 
 def _read_text(path: Path) -> str:

@@ -13,6 +13,7 @@ import enum
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 
 class Outcome(enum.Enum):
@@ -98,14 +99,18 @@ def read_timings(results: Path) -> dict[str, float]:
     return marks
 
 
+KERNEL_STUCK: Final = ("a guest CPU was reported stuck for 2 minutes or more (software "
+                       "emulation livelocked the guest kernel)")
+
+
 def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool,
-          stalled: bool = False) -> ShapeResult:
-    """The result of the guest that wrote ``results`` (``stalled``: stopped because its kernel
-    reported a CPU stuck for minutes)."""
+          stalled: str = "") -> ShapeResult:
+    """The result of the guest that wrote ``results`` (``stalled``: why it was stopped as
+    stalled: its kernel reported a CPU stuck for minutes, :data:`KERNEL_STUCK`, or its
+    heartbeat stopped, ``vm_heartbeat``; empty when it was not)."""
     if stalled:
         return ShapeResult(shape, Outcome.STALLED, boot_s=read_timings(results).get("booted"),
-                           wall_s=wall_s, detail="a guest CPU was reported stuck for 2 minutes "
-                           "or more (software emulation livelocked the guest kernel)")
+                           wall_s=wall_s, detail=stalled)
     marks = read_timings(results)
     boot = marks.get("booted")
     if boot is None:

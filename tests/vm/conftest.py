@@ -51,6 +51,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         diagnostics.collect(guest, f"{item.nodeid} ({report.when})")
 
 
+def _guarded_phase(item: pytest.Item, when: str) -> Iterator[None]:
+    if not GUEST:
+        yield
+        return
+    from tests.vm.hang_guard import guarded
+    from tests.vm.runtime import RESULTS
+
+    with guarded(f"{item.nodeid} ({when})", RESULTS):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    yield from _guarded_phase(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    yield from _guarded_phase(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    yield from _guarded_phase(item, "teardown")
+
+
 MAX_DIAGNOSED = 3
 """How many failures get their diagnostics (each takes seconds under emulation)."""
 _diagnosed = 0

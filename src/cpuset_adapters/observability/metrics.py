@@ -163,6 +163,9 @@ class PluginMetrics:
         for result in PUBLISH_RESULTS:
             self._topology_publishes.labels(result)
         self._topology_current: bool | None = None
+        self._loop_stalls = Counter(
+            "nri_cpuset_event_loop_stalls", "Times the event loop stood still for 5 s or more "
+            "(no hook answered meanwhile; the log says where it stood).", registry=r)
         r.register(_StateCollector(self))
 
     # -- what the gauges read --
@@ -238,6 +241,10 @@ class PluginMetrics:
     def quiet_repairs(self, what: str, files: int) -> None:
         """One check's repairs of ``what`` (``QUIET_REPAIRS``)."""
         self._quiet_repairs.labels(what).inc(files)
+
+    def loop_stalled(self) -> None:
+        """The event loop stood still (``cpuset_cli.daemon.loop_watch``; its thread calls)."""
+        self._loop_stalls.inc()
 
     # -- the topology publisher (cpuset_cli.daemon.topology_publisher) --
 

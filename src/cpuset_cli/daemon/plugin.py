@@ -29,6 +29,7 @@ from cpuset_adapters.systemd_notify import SystemdNotifier
 from cpuset_cli.daemon.introspection import Introspection
 from cpuset_cli.daemon.inventory import CriInventory
 from cpuset_cli.daemon.live_config import LiveConfig
+from cpuset_cli.daemon.loop_watch import LoopWatch
 from cpuset_cli.daemon.quiet_loop import QuietLoop
 from cpuset_cli.daemon.ready_notice import ReadyNotice, synchronized_status
 from cpuset_cli.daemon.start_watch import StartWatch
@@ -250,6 +251,8 @@ class Daemon:
         verifying = (None if self.verifier is None else
                      asyncio.create_task(self.verifier.run(), name="verifier"))
         trimming = asyncio.create_task(self._release_memory(), name="memory")
+        loop_watch = asyncio.create_task(LoopWatch(self.metrics.loop_stalled).run(),
+                                         name="loop-watch")
         starts = (None if self.start_watch is None else
                   asyncio.create_task(self.start_watch.run(), name="start-watch"))
         publishing = (None if self.publisher is None else
@@ -269,7 +272,7 @@ class Daemon:
             if http is not None:
                 http.close()
             for task in (pushing, watching, verifying, trimming, starts, hotplug, publishing,
-                         reporting, quieting, self.inventory):
+                         reporting, quieting, loop_watch, self.inventory):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

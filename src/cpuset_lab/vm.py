@@ -32,7 +32,7 @@ from typing import Final
 
 from cpuset_lab.containerd_install import runtime_named
 from cpuset_lab.daemonset.image_archive import archive_path, stale
-from cpuset_lab.vm_heartbeat import HEARTBEAT_FILE, Heartbeat
+from cpuset_lab.vm_heartbeat import HEARTBEAT_FILE, Heartbeat, stuck_in_kernel
 from cpuset_lab.vm_output import Tail, copy_console, explain
 from cpuset_lab.vm_results import KERNEL_STUCK, Outcome, ShapeResult, judge, summary_table
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
@@ -44,11 +44,11 @@ BOOT_TIMEOUT: Final = 600.0
 SHAPE_TIMEOUT: Final = 2400.0
 TIME_SCALE: Final = 8
 """How much slower than the host the guest's timeouts assume (software emulation)."""
-GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_", "NRI_CPUSET_VM_BENCH_")
+GUEST_TUNING: Final = ("NRI_CPUSET_VM_SOAK_", "NRI_CPUSET_VM_RELOAD_", "NRI_CPUSET_VM_BENCH_",
+                       "NRI_CPUSET_VM_TEST_")
 """Prefixes of this machine's environment variables the guest's tests read (the soak's minutes
-and seed, the systemd reload test's crowd, the isolation bench's size): the guest inherits no
-environment, so
-``guest.env`` exports them."""
+and seed, the systemd reload test's crowd, the isolation bench's size, the per-test hang
+guard's limit): the guest inherits no environment, so ``guest.env`` exports them."""
 #: Drivers udev would load for QEMU's q35 devices (SATA, CD-ROM, watchdogs, SMBus, speaker,
 #: mouse), CPU-feature crypto, RAPL, EDAC and NVDIMM: none is used here, and loading them
 #: (crypto self-tests above all) under emulation made booting take 40 s longer.
@@ -150,7 +150,8 @@ def run_shape(shape: Shape, results: Path, *, vng: str, kernel: Path, python: st
             elapsed = now - started
             booted = (results / "timings").exists()
             heartbeat.look(now)
-            stalled = KERNEL_STUCK if kernel_stuck.is_set() else heartbeat.silence(now)
+            stalled = (KERNEL_STUCK if kernel_stuck.is_set()
+                       else heartbeat.silence(now) or stuck_in_kernel(results))
             if elapsed > timeout or (not booted and elapsed > boot_timeout):
                 timed_out = True
                 _kill_group(proc)

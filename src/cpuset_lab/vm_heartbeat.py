@@ -7,8 +7,11 @@ waits on the cgroup locks) stops beating, whatever its console says; a guest tha
 slow still beats. The host stops a guest that has been silent for :data:`SILENCE_LIMIT` and
 boots it once more, as it does for a stalled kernel (``vm_output.STALL_LIMIT``).
 
-A test that hangs while the guest lives is not this module's: the guest's own per-test guard
-(``tests/vm/conftest.py``) fails that test with every thread's stack.
+A test that hangs while the guest lives is the guest's own per-test guard's
+(``tests/vm/hang_guard.py``): it fails that test with every thread's stack. Only a test whose
+process is stuck in the kernel (it never takes the guard's signal) is this module's too: the
+guard's last resort writes faulthandler's ``Timeout (...)!`` report into ``hung-tests.txt``,
+and :func:`stuck_in_kernel` reads it as a stall.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Final
 
 HEARTBEAT_FILE: Final = "heartbeat"
+HUNG_TESTS_FILE: Final = "hung-tests.txt"
+"""Written by the guest's hang guard (``tests/vm/hang_guard.REPORT``)."""
 SILENCE_LIMIT: Final = 300.0
 """Host seconds without a new beat before the guest counts as stalled. A beat is due every 5
 guest seconds; the worst pause seen in a guest that went on to pass was a soft lockup of 52 s
@@ -51,3 +56,18 @@ class Heartbeat:
         return (f"the guest's heartbeat stopped: its last beat (guest uptime {self._last} s) "
                 f"came {now - self._changed_at:.0f} s ago (limit {self.limit:.0f} s); its kernel "
                 f"or its cgroup machinery stopped making progress")
+
+
+def stuck_in_kernel(results: Path) -> str:
+    """Why the guest counts as stalled because a test's process stood in the kernel past its
+    hang guard (faulthandler's last-resort report in ``hung-tests.txt``), or ``""``."""
+    try:
+        report = (results / HUNG_TESTS_FILE).read_text(errors="replace")
+    except OSError:
+        return ""
+    if "\nTimeout (" not in f"\n{report}":
+        return ""
+    hung = [line.removeprefix("== ") for line in report.splitlines() if line.startswith("== ")]
+    where = hung[-1] if hung else "a test (the last one guest.log names) hung"
+    return (f"{where}, and its process did not take the hang guard's signal for a minute: "
+            f"it is stuck in the guest kernel (every thread's stack: {results / HUNG_TESTS_FILE})")

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import BinaryIO, Final, TextIO
 
+from cpuset_lab.vm_heartbeat import HUNG_TESTS_FILE
 from cpuset_lab.vm_results import Outcome, ShapeResult
 
 QEMU_NOISE: Final = re.compile(r"TCG doesn't support requested feature")
@@ -76,6 +77,11 @@ def explain(result: ShapeResult, results: Path) -> str:
         tail = (results / log).read_text(errors="replace").splitlines()[-30:]
         lines.append(f"  --- last {len(tail)} lines of {results / log}:")
         lines += [f"  {line}" for line in tail]
+    hung = _read_text(results / HUNG_TESTS_FILE).splitlines()[-40:]
+    if hung:
+        lines.append(f"  --- the hang guard's report, last {len(hung)} lines "
+                     f"({results / HUNG_TESTS_FILE}):")
+        lines += [f"  {line}" for line in hung]
     if log != "console.log":
         warnings = kernel_warnings(_read_text(results / "console.log"))
         if warnings:

@@ -9,9 +9,12 @@ Every wait in the tests has its own, scaled deadline; this guard is only for wha
 ``NRI_CPUSET_VM_TEST_LIMIT`` seconds.
 
 At the limit, SIGALRM raises :class:`TestHung` in the main thread, after writing every
-thread's stack to ``RESULTS/hung-tests.txt``; if the main thread is blocked where no signal
-handler runs (uninterruptible in the kernel), faulthandler's own watchdog thread writes the
-stacks there a minute later, so there is a trace either way.
+thread's stack to ``RESULTS/hung-tests.txt``. If the main thread is blocked where no signal
+handler runs (uninterruptible in the kernel: on the guest's 6.1 kernel a read of a cpuset
+file waits on the cpuset lock, which a write the kernel holds keeps), faulthandler's own
+thread writes the stacks there a minute later under its ``Timeout (...)!`` line and ends
+pytest; the host, which reads that file, stops the guest as stalled and boots it once more
+(``cpuset_lab.vm_heartbeat.stuck_in_kernel``): such a guest cannot even finish its tests.
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Final, TextIO
 
+from cpuset_lab.vm_heartbeat import HUNG_TESTS_FILE
+
 LIMIT: Final = float(os.environ.get("NRI_CPUSET_VM_TEST_LIMIT", "900"))
 BACKUP_AFTER: Final = 60.0
-"""Seconds after the limit at which faulthandler's thread writes the stacks itself."""
-REPORT: Final = "hung-tests.txt"
+"""Seconds after the limit at which faulthandler's thread writes the stacks itself and ends
+the process (the main thread did not take the signal: it is stuck in the kernel)."""
+REPORT: Final = HUNG_TESTS_FILE
 
 
 class TestHung(BaseException):
@@ -49,7 +55,7 @@ def guarded(what: str, results: Path, limit: float = LIMIT) -> Iterator[None]:
 
         previous = signal.signal(signal.SIGALRM, hung)
         signal.setitimer(signal.ITIMER_REAL, limit)
-        faulthandler.dump_traceback_later(limit + BACKUP_AFTER, file=report)
+        faulthandler.dump_traceback_later(limit + BACKUP_AFTER, file=report, exit=True)
         try:
             yield
         finally:

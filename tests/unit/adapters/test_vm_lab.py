@@ -242,6 +242,7 @@ def test_the_soaks_tuning_reaches_the_guest_and_nothing_else_of_this_environment
     monkeypatch.setenv("NRI_CPUSET_VM_SOAK_SEED", "7 8")
     monkeypatch.setenv("NRI_CPUSET_VM_RELOAD_SHARED", "8")
     monkeypatch.setenv("NRI_CPUSET_VM_BENCH_ARGS", "--quick --spinners 2")
+    monkeypatch.setenv("NRI_CPUSET_VM_TEST_LIMIT", "1200")
     monkeypatch.setenv("NRI_CPUSET_NOT_FOR_THE_GUEST", "x")
     vm.prepare(SHAPES["soak"], tmp_path / "r", python="/py", pytest_args=[])
     env = (tmp_path / "r" / "guest.env").read_text()
@@ -249,6 +250,7 @@ def test_the_soaks_tuning_reaches_the_guest_and_nothing_else_of_this_environment
     assert "export NRI_CPUSET_VM_SOAK_SEED='7 8'\n" in env
     assert "export NRI_CPUSET_VM_RELOAD_SHARED=8\n" in env
     assert "export NRI_CPUSET_VM_BENCH_ARGS='--quick --spinners 2'\n" in env
+    assert "export NRI_CPUSET_VM_TEST_LIMIT=1200\n" in env
     assert "NOT_FOR_THE_GUEST" not in env
     shell = subprocess.run(["bash", "-c", f"source {tmp_path / 'r' / 'guest.env'}; "
                             "bash -c 'echo $NRI_CPUSET_VM_SOAK_SEED'"],

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cpuset_lab.vm_heartbeat import Heartbeat
+from cpuset_lab.vm_heartbeat import Heartbeat, stuck_in_kernel
 from cpuset_lab.vm_output import explain, kernel_warnings
 from cpuset_lab.vm_results import Outcome, ShapeResult, judge
 from tests.vm.hang_guard import REPORT, TestHung, guarded
@@ -63,6 +63,11 @@ def test_a_timed_out_shape_prints_the_kernels_warnings_beside_the_end_of_its_log
     assert console[1] in text
     assert console[3] in text
     assert "noise" not in text
+    assert "hang guard's report" not in text  # none written
+    (tmp_path / REPORT).write_text("== tests/vm/test_numa_mems.py::test_x (call): still "
+                                   "running after 900 s\n")
+    assert "still running after 900 s" in explain(
+        ShapeResult("default", Outcome.FAILED, detail="1 failed"), tmp_path)
     assert kernel_warnings("\n".join(console), keep=1) == [console[3]]
 
 
@@ -83,3 +88,20 @@ def test_a_phase_within_its_limit_leaves_no_report_and_no_timer(tmp_path: Path) 
     assert (tmp_path / REPORT).read_text() == ""
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_test_stuck_in_the_guest_kernel_past_its_guard_makes_the_guest_stalled(
+        tmp_path: Path) -> None:
+    assert stuck_in_kernel(tmp_path) == ""  # no report yet
+    report = tmp_path / REPORT
+    report.write_text("== tests/vm/test_a.py::test_b (call): still running after 900 s\n"
+                      "Thread 0x7f (most recent call first):\n  File \"x.py\", line 1\n")
+    assert stuck_in_kernel(tmp_path) == ""  # the guard's signal was taken: a failed test
+    with report.open("a") as more:
+        more.write("Timeout (0:16:00)!\nThread 0x7f (most recent call first):\n")
+    why = stuck_in_kernel(tmp_path)
+    assert why.startswith("tests/vm/test_a.py::test_b (call): still running after 900 s, "
+                          "and its process did not take the hang guard's signal")
+    assert str(report) in why
+    report.write_text("Timeout (0:16:00)!\n")
+    assert stuck_in_kernel(tmp_path).startswith("a test (the last one guest.log names) hung")

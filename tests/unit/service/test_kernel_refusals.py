@@ -6,22 +6,19 @@ generous hang guard."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
 import pytest
 
-from cpuset_core import ContainerUpdate, CPUSet
+from cpuset_core import CPUSet
 from cpuset_core.verify import Observed
 from cpuset_service.placement import PlacementService
 from cpuset_service.verifier import Verifier
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import cpus_of
-from tests.unit.service.fast_path import FakeKernel, with_kernel
+from tests.unit.service.fast_path import FakeKernel, sent_until_settled, with_kernel
 
 WEB = "id-app-0123456789"
-DEADLINE = 30.0
-"""A hang guard, never a judge of speed."""
 
 
 def _web_shrunk_in_the_kernel_only(kernel: FakeKernel, *, may_send_records: bool,
@@ -43,29 +40,6 @@ def _web_shrunk_in_the_kernel_only(kernel: FakeKernel, *, may_send_records: bool
             lambda: handler.on_stop_container(db, pg))
 
 
-def _sent_until_nothing_is_pending(service: PlacementService,
-                                   then: Callable[[], None]) -> list[str]:
-    """Run the pusher (the runtime always quiet), call ``then``, wait until nothing is left to
-    go out by itself; what it sent."""
-    sent: list[str] = []
-
-    async def send(batch: Sequence[ContainerUpdate]) -> None:
-        sent.extend(f"{u.container_id}={u.cpus}" for u in batch)
-
-    async def scenario() -> None:
-        task = asyncio.create_task(service.pusher.run(send))
-        try:
-            then()
-            async with asyncio.timeout(DEADLINE):
-                while service.pusher.pending():
-                    await asyncio.sleep(0.001)
-        finally:
-            task.cancel()
-
-    asyncio.run(scenario())
-    return sent
-
-
 @pytest.mark.parametrize("may_send_records", [True, False],
                          ids=["records-in-calls", "records-on-answers-only"])
 def test_growth_the_kernel_refuses_is_sent_even_where_the_record_already_has_it(
@@ -75,7 +49,7 @@ def test_growth_the_kernel_refuses_is_sent_even_where_the_record_already_has_it(
     kernel = FakeKernel()
     service, remove_pg, _ = _web_shrunk_in_the_kernel_only(
         kernel, may_send_records=may_send_records)
-    sent = _sent_until_nothing_is_pending(service, remove_pg)
+    sent = sent_until_settled(service, remove_pg)
     assert sent == [f"{WEB}=0-15"]
     assert kernel.cpus == {WEB: "1-7,9-15"}  # the runtime's update is what brings it back
     assert service.pusher.record_pending() == frozenset()
@@ -100,7 +74,7 @@ def test_without_the_fast_path_a_container_already_on_its_target_is_not_sent_aga
     service.pusher.kernel.enabled = False
     web = pod("web", qos="burstable")
     handler.on_create_container(web, container("app", web))
-    sent = _sent_until_nothing_is_pending(service, lambda: service.pusher.mark_dirty([WEB]))
+    sent = sent_until_settled(service, lambda: service.pusher.mark_dirty([WEB]))
     assert sent == []
 
 
@@ -118,4 +92,4 @@ def test_the_verifier_resends_a_container_the_kernel_holds_elsewhere_while_its_r
     seen = {WEB: Observed(cpus=CPUSet.parse("2-5"), mems=CPUSet([0, 1]))}
     verdict = verifier.verify(seen, read_from=service.ledger)
     assert [(m.container_id, m.cause) for m in verdict.found] == [(WEB, "cpus")]
-    assert _sent_until_nothing_is_pending(service, lambda: None) == [f"{WEB}=0-15"]
+    assert sent_until_settled(service, lambda: None) == [f"{WEB}=0-15"]

@@ -100,8 +100,12 @@ class UpdatePusher:
 
     def refused(self, container_ids: Iterable[str]) -> None:
         """Send these through the runtime (the kernel refused them, or there is no fast path):
-        on the next answers and in the background."""
-        self._dirty.update(container_ids)
+        on the next answers and in the background; a refusal even where the runtime's record
+        has the target already (the kernel holds another: a write whose record lags, or none)."""
+        ids = set(container_ids)
+        for cid in ids if self.kernel.active else ():
+            self._sent.pop(cid, None)
+        self._dirty.update(ids)
         if self._dirty:
             self._wake.set()
 
@@ -186,10 +190,8 @@ class UpdatePusher:
     def take_batch(self) -> list[ContainerUpdate]:
         """Return the next updates to send, at most :data:`MAX_BATCH` (no-ops dropped); the
         rest stay pending for the next batch."""
-        if self._dirty:
-            batch = self._take(self._dirty, set(), MAX_BATCH)
-        else:
-            batch = self._take(self._record, set(), RECORD_BATCH)
+        pending, limit = (self._dirty, MAX_BATCH) if self._dirty else (self._record, RECORD_BATCH)
+        batch = self._take(pending, set(), limit)
         for update in batch:
             self._in_flight[update.container_id] = (update.cpus, update.mems)
         return batch
@@ -312,9 +314,7 @@ class UpdatePusher:
             sent = self._in_flight.pop(cid)
             events.updated(update)  # the batch's event names them all at info
             placement = self._placements.placement(cid)
-            if placement is None:
-                continue
-            if (placement.cpus, placement.mems) != sent:
+            if placement is not None and (placement.cpus, placement.mems) != sent:
                 self.force([cid])
-            else:
-                self._sent[cid] = sent
+            elif placement is not None:  # its record is the kernel's now: not lagging either
+                self.record_applied(cid, *sent)

@@ -57,7 +57,7 @@ P = TypeVar("P", bound="Plugin")
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """``nri-cpuset ARGS`` from this source tree, its output captured as text."""
     return subprocess.run([sys.executable, "-m", "cpuset_cli", *args], capture_output=True,
-                          text=True, check=check, timeout=60,
+                          text=True, check=check, timeout=PATIENCE,
                           env={**os.environ, "PYTHONPATH": SRC})
 
 
@@ -100,14 +100,14 @@ class Plugin:
     def stop(self) -> int:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=10)
+        code = self.process.wait(timeout=PATIENCE)
         self.process = None
         return code
 
     def kill(self) -> None:
         assert self.process is not None
         self.process.kill()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=PATIENCE)
         self.process = None
 
 

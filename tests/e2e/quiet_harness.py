@@ -75,7 +75,7 @@ def quiet_on(cpu: int, irqs: list[Path]) -> bool:
 
 def metric(port: int, name: str, **labels: str) -> float | None:
     """The sample ``name{labels}`` the plugin serves on ``port`` (``None`` when absent)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=PATIENCE) as reply:
         text = reply.read().decode()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

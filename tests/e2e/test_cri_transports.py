@@ -17,6 +17,7 @@ from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import PodSpec, QosClass, cgroup_parent
 from cpuset_lab.resources import container_resources
+from tests.e2e.plugin_harness import PATIENCE
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +46,7 @@ def _by_id(items: list[T]) -> list[T]:
 
 
 def _exited(cri: KubeletClient, cid: str) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE
     while cri.container_status(cid).state != "CONTAINER_EXITED":
         assert time.monotonic() < deadline, f"{cid} did not exit"
         time.sleep(0.1)

@@ -21,6 +21,7 @@ from cpuset_lab.kubelet import KubeletClient
 from cpuset_lab.pod_spec import QosClass
 from tests.e2e.plugin_harness import (
     ONLINE,
+    PATIENCE,
     Plugin,
     needs_two_cpus,
     pod,
@@ -50,7 +51,7 @@ class ObservedPlugin(Plugin):
     def get(self, path: str) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}",
-                                        timeout=5) as reply:
+                                        timeout=PATIENCE) as reply:
                 return reply.status, reply.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
@@ -139,5 +140,4 @@ def test_readyz_fails_when_the_runtime_is_gone_and_recovers_after_it_returns(
         assert observed.get("/healthz")[0] == 200  # not stuck: merely disconnected
     finally:
         lab.start()
-    wait_until(lambda: observed.get("/readyz")[0] == 200, "/readyz to turn 200 again",
-               timeout=30)
+    wait_until(lambda: observed.get("/readyz")[0] == 200, "/readyz to turn 200 again")

@@ -169,7 +169,7 @@ def test_a_burst_of_100_containers_ends_with_correct_cpusets_and_bounded_updates
         # kernel took every shrink and growth, so the plugin made no such call, and the
         # records that still lag follow on the answers to the runtime's own calls.
         wait_until(lambda: inspect_state(plugin.status)["pending_updates"] == [],
-                   "nothing left to go out by itself", timeout=60.0)
+                   "nothing left to go out by itself")
         state = inspect_state(plugin.status)
         stats = state["stats"]
         assert stats["update_containers_calls"] == 0, stats

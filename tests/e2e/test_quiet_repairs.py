@@ -82,7 +82,7 @@ def told(api: FakeApi, reason: str) -> list[dict[str, Any]]:
     ``involvedObject``, ``message``)."""
     url = (f"http://127.0.0.1:{api.port}/api/v1/namespaces/default/events"
            f"?fieldSelector=reason%3D{reason}")
-    with urllib.request.urlopen(url, timeout=5) as reply:
+    with urllib.request.urlopen(url, timeout=PATIENCE) as reply:
         items: list[dict[str, Any]] = json.loads(reply.read())["items"]
     return items
 

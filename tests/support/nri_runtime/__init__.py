@@ -25,8 +25,9 @@ instead of listening.
 """
 
 from tests.support.nri_runtime.connection import PluginConnection
-from tests.support.nri_runtime.double import RuntimeDouble
+from tests.support.nri_runtime.double import HANG_GUARD, RuntimeDouble
 from tests.support.nri_runtime.errors import CallError, PluginGone
 from tests.support.nri_runtime.versions import PROFILES, Profile
 
-__all__ = ["PROFILES", "CallError", "PluginConnection", "PluginGone", "Profile", "RuntimeDouble"]
+__all__ = ["HANG_GUARD", "PROFILES", "CallError", "PluginConnection", "PluginGone", "Profile",
+           "RuntimeDouble"]

@@ -15,6 +15,10 @@ from tests.support.nri_runtime.connection import PLUGIN, PluginConnection
 from tests.support.nri_runtime.errors import CallError, PluginGone
 from tests.support.nri_runtime.versions import PER_EVENT_RPC, PROFILES
 
+HANG_GUARD = 30.0
+"""How long a wait for the plugin lasts before a test calls it stuck: a hang guard, never a
+verdict on speed (a wait returns as soon as its condition holds; decision 52)."""
+
 
 class RuntimeDouble:
     """containerd's NRI side for tests; see the package docstring."""
@@ -113,26 +117,28 @@ class RuntimeDouble:
             raise PluginGone("no plugin connected")
         return self.connections[-1]
 
-    async def wait_registered(self, count: int = 1, timeout: float = 3.0) -> PluginConnection:
+    async def wait_registered(self, count: int = 1,
+                              timeout: float = HANG_GUARD) -> PluginConnection:
         """Wait until ``count`` connections have had RegisterPlugin accepted."""
         await self._until(lambda: sum(c.registered.is_set() for c in self.connections) >= count,
                           timeout)
         return [c for c in self.connections if c.registered.is_set()][count - 1]
 
-    async def wait_ready(self, count: int = 1, timeout: float = 3.0) -> PluginConnection:
+    async def wait_ready(self, count: int = 1, timeout: float = HANG_GUARD) -> PluginConnection:
         """Wait until ``count`` connections finished the handshake (events may flow)."""
         await self._until(lambda: sum(c.ready.is_set() for c in self.connections) >= count,
                           timeout)
         return [c for c in self.connections if c.ready.is_set()][count - 1]
 
     async def wait_closed(self, conn: PluginConnection | None = None,
-                          timeout: float = 3.0) -> str:
+                          timeout: float = HANG_GUARD) -> str:
         conn = conn or self.plugin
         async with asyncio.timeout(timeout):
             await conn.closed.wait()
         return conn.close_reason
 
-    async def wait_update(self, count: int = 1, timeout: float = 3.0) -> pb.UpdateContainersRequest:
+    async def wait_update(self, count: int = 1,
+                          timeout: float = HANG_GUARD) -> pb.UpdateContainersRequest:
         """Wait until ``count`` UpdateContainers requests arrived; return the ``count``-th."""
         async with asyncio.timeout(timeout):
             while len(self.update_requests) < count:

@@ -10,6 +10,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,9 @@ class FakeSystemdBus:
     noise: int = 0
     """Signals sent after every message received, as systemd sends every unit change to
     every connection on its private socket (a reload sends a flood)."""
+    flood: float = 0.0
+    """Seconds of signals without a pause after the first SetUnitProperties call (a reload
+    that goes on), or until the connection goes."""
     held_first: int = 0
     """Sessions whose first message is read only when more bytes come after it, as sd-bus
     (systemd 252, the VM lab's) sometimes does as a server (``NUDGE_EVERY``)."""
@@ -112,6 +116,9 @@ class FakeSystemdBus:
                     conn.sendall(_UNIT_NEW.serialise(serial=1) * self.noise)
                 serial += 1
                 reply = self._reply(message, held)
+                if self.flood and self.calls:
+                    _flood(conn, self.flood)
+                    self.flood = 0.0
                 if reply is not None:
                     conn.sendall(reply.serialise(serial=serial))
                 for waiting in self._release(held):
@@ -179,3 +186,12 @@ def unit_of(call: Any) -> str:
     """The unit a recorded SetUnitProperties call names."""
     assert call.header.message_type == MessageType.method_call
     return str(call.body[0])
+
+
+def _flood(conn: socket.socket, seconds: float) -> None:
+    """Send signals to ``conn`` for ``seconds`` (blocked while its reader does not read)."""
+    signals = _UNIT_NEW.serialise(serial=1) * 100
+    until = time.monotonic() + seconds
+    with contextlib.suppress(OSError):  # the connection went first
+        while time.monotonic() < until:
+            conn.sendall(signals)

@@ -5,7 +5,6 @@ lab's grpcio one and the daemon's h2 one."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -304,13 +303,12 @@ def test_a_response_of_many_frames_beyond_the_default_window_arrives_whole(
 def test_a_runtime_slower_than_the_timeout_is_deadline_exceeded(
         fake: tuple[KubeletClient, _DryRunRuntime]) -> None:
     client, _ = fake
-    start = time.monotonic()
     with pytest.raises(CriError) as caught:
         client.call("RuntimeService", "Version", pb.VersionRequest(version="slow"),
                     pb.VersionResponse, timeout=SLOW_TIMEOUT)
-    elapsed = time.monotonic() - start
+    # The fake answers, successfully, only after 10 timeouts: the code alone shows the client
+    # gave up at its deadline (how soon after it is no verdict on a loaded machine).
     assert caught.value.code_name == "DEADLINE_EXCEEDED"
-    assert elapsed < SLOW_TIMEOUT + 2.0  # generous: the fake would answer after 5 s
     assert client.version().runtime_version == "1.7.24"  # the next call is not affected
 
 

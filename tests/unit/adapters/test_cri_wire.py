@@ -6,7 +6,7 @@ and its flow control. Where both transports can be held to the same answer, both
 from __future__ import annotations
 
 import socket
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +19,8 @@ from cpuset_adapters.cri.transport import CriError, UnaryTransport
 from tests.unit.adapters.h2_server import Exchange, grpc_message, scripted_server
 
 PATH = "/runtime.v1.RuntimeService/Version"
+HANG_GUARD = 30.0
+"""Seconds a wait for the fake server's thread lasts before the test calls it stuck."""
 BOTH: dict[str, Callable[[str], UnaryTransport]] = {"grpcio": GrpcTransport,
                                                    "h2": H2UnaryTransport}
 both = pytest.mark.parametrize("make", list(BOTH.values()), ids=list(BOTH))
@@ -107,13 +109,13 @@ def test_a_compressed_message_is_refused(tmp_path: Path,
 
 
 @both
-def test_a_silent_runtime_is_deadline_exceeded_soon_after_the_timeout(
+def test_a_silent_runtime_is_deadline_exceeded(
         tmp_path: Path, make: Callable[[str], UnaryTransport]) -> None:
+    """The server never answers (nor closes): the code alone shows the client gave up at its
+    deadline; how soon after it is no verdict on a loaded machine."""
     sock = tmp_path / "cri.sock"
     with scripted_server(sock, lambda ex: ex.linger(5.0)):
-        start = time.monotonic()
         assert failure(make, sock, timeout=0.3).code_name == "DEADLINE_EXCEEDED"
-        assert time.monotonic() - start < 0.3 + 2.0  # generous bound
 
 
 @both
@@ -214,11 +216,13 @@ def test_a_kept_connection_the_runtime_left_is_replaced_before_the_next_call(
             ex.conn.close_connection()
             ex.flush()
         ex.sock.shutdown(socket.SHUT_WR)  # a restart: the runtime's end is gone
+        left.set()
 
+    left = threading.Event()
     with scripted_server(sock, script) as seen:
         transport = H2UnaryTransport(str(sock))
         assert transport.unary(PATH, b"", 5.0) == b"ok"
-        time.sleep(0.05)  # the close reaches the client's socket
+        assert left.wait(HANG_GUARD)  # the close is in the client's socket (a unix socket's)
         assert transport.unary(PATH, b"", 5.0) == b"ok"
         transport.close()
     assert seen.connections == 2
@@ -232,11 +236,13 @@ def test_a_ping_that_arrived_while_idle_is_answered_and_the_connection_kept(
         answer(b"ok")(ex)
         ex.conn.ping(b"idle-png")
         ex.flush()
+        pinged.set()
 
+    pinged = threading.Event()
     with scripted_server(sock, script) as seen:
         transport = H2UnaryTransport(str(sock))
         assert transport.unary(PATH, b"", 5.0) == b"ok"
-        time.sleep(0.05)  # the PING is waiting in the client's socket
+        assert pinged.wait(HANG_GUARD)  # the PING is waiting in the client's socket
         assert transport.unary(PATH, b"", 5.0) == b"ok"
         transport.close()
         assert seen.eventually(lambda s: s.pings_answered >= 1)

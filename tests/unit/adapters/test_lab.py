@@ -95,7 +95,7 @@ def test_containerd_config_is_private_and_enables_nri(
 
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(script), *args], input='{"cpu": {"cpus": "0"}}',
-                          capture_output=True, text=True, check=False, timeout=10)
+                          capture_output=True, text=True, check=False, timeout=30)
 
 
 def test_the_faulty_runc_fails_only_the_updates_of_flagged_containers(tmp_path: Path) -> None:

@@ -29,6 +29,9 @@ from cpuset_core import CPUSet
 from tests.unit.adapters.dbus_peer import FakeSystemdBus, unit_of
 
 UNIT = "cri-containerd-" + "ab" * 32 + ".scope"
+HANG_GUARD = 60.0
+"""A wait the code under test must not wait out: a test that hangs fails after it, while a
+short bound would be a verdict on speed."""
 MANAGER = DBusAddress("/org/freedesktop/systemd1", bus_name="org.freedesktop.systemd1",
                       interface="org.freedesktop.systemd1.Manager")
 
@@ -126,12 +129,12 @@ def test_a_systemd_that_does_not_answer_in_time_is_busy_not_gone(tmp_path: Path)
     systemd not its version; this was ``no-bus`` and a 60 s pause."""
     fake = FakeSystemdBus(tmp_path / "bus", reloading=True).start()
     try:
-        bus = SystemdBus(str(fake.path), timeout=5, private=None)
+        bus = SystemdBus(str(fake.path), timeout=HANG_GUARD, private=None)
         started = time.monotonic()
         with pytest.raises(BusError) as busy:
             bus.connect(0.3)  # the caller's bound, not the client's default
         assert busy.value.reason == "busy"
-        assert 0.3 <= time.monotonic() - started < 2
+        assert 0.3 <= time.monotonic() - started < HANG_GUARD
         assert not bus.connected
     finally:
         fake.close()
@@ -209,9 +212,9 @@ def test_a_first_call_systemd_holds_unread_on_its_private_socket_is_woken_by_a_p
     try:
         bus = SystemdBus(str(tmp_path / "none"), private=str(private.path))
         started = time.monotonic()
-        assert bus.connect(5) == "252.39-1~deb12u2"
-        assert NUDGE_EVERY <= time.monotonic() - started < 2 * NUDGE_EVERY + 0.5
-        assert bus.nudges == 1
+        assert bus.connect(HANG_GUARD) == "252.39-1~deb12u2"
+        assert time.monotonic() - started >= NUDGE_EVERY
+        assert bus.nudges >= 1  # more if the peer's thread is slow to wake: no verdict on speed
         assert bus.set_cpusets(requests(2), wait=5) == {}  # no reply to the Ping in the way
         assert len(private.calls) == 2
         # The peer answered the held call before it read the Ping behind it; by the time the
@@ -294,15 +297,13 @@ def test_calls_unanswered_in_time_are_timeouts_and_their_late_replies_are_droppe
     peer.hold_until = 5  # the first 3 are answered only once 2 more have come
     bus = SystemdBus(str(peer.path))
     bus.connect()
-    started = time.monotonic()
     assert bus.set_cpusets(requests(3), wait=0.2) == {r.unit: "timeout" for r in requests(3)}
-    assert time.monotonic() - started < 2
     # systemd lags: the next calls are sent and not awaited (they release all five replies,
     # which may or may not have come by the time this call reads what has come).
     late = [UnitCpuset("late.scope", CPUSet.parse("0"))] * 2
     started = time.monotonic()
-    assert bus.set_cpusets(late, wait=5) in ({"late.scope": "timeout"}, {})
-    assert time.monotonic() - started < 2
+    assert bus.set_cpusets(late, wait=HANG_GUARD) in ({"late.scope": "timeout"}, {})
+    assert time.monotonic() - started < HANG_GUARD  # not awaited
     time.sleep(0.2)
     # The five late replies are read and dropped; this call's own reply is awaited again.
     assert bus.set_cpusets([UnitCpuset("next.scope", CPUSet.parse("1"))], wait=5) == {}
@@ -315,8 +316,8 @@ def test_a_silent_systemd_costs_one_wait_then_none_while_the_window_is_full(
     bus.connect()
     assert set(bus.set_cpusets(requests(WINDOW), wait=0.2).values()) == {"timeout"}
     started = time.monotonic()
-    assert set(bus.set_cpusets(requests(5), wait=5).values()) == {UNSENT}
-    assert time.monotonic() - started < 1  # nothing could be sent: nothing was awaited
+    assert set(bus.set_cpusets(requests(5), wait=HANG_GUARD).values()) == {UNSENT}
+    assert time.monotonic() - started < HANG_GUARD  # nothing could be sent: nothing awaited
     assert len(peer.calls) == WINDOW
 
 
@@ -328,12 +329,14 @@ def test_signals_between_the_replies_are_skipped(peer: FakeSystemdBus) -> None:
 
 
 def test_a_flood_of_signals_does_not_stretch_the_wait(peer: FakeSystemdBus) -> None:
-    peer.silent, peer.noise = True, 2000  # no reply, a flood of signals instead
+    """The flood outlasts the hang guard: a wait each signal stretched would end with it."""
+    peer.silent, peer.flood = True, HANG_GUARD  # no reply, a flood of signals instead
     bus = SystemdBus(str(peer.path))
     bus.connect()
     started = time.monotonic()
     assert set(bus.set_cpusets(requests(64), wait=0.3).values()) == {"timeout"}
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < HANG_GUARD
+    bus.close()  # the flood ends with the connection
 
 
 def test_a_bus_that_goes_away_is_no_bus_and_closed(peer: FakeSystemdBus) -> None:

@@ -99,7 +99,8 @@ def test_a_pool_back_where_it_was_told_is_not_news() -> None:
     assert len(recorded) == 1
 
 
-async def _until(condition: Callable[[], bool], seconds: float) -> None:
+async def _until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
+    """Wait until ``condition`` holds; ``seconds`` is a hang guard, never a verdict on speed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not condition():
@@ -132,11 +133,10 @@ def test_the_daemon_built_with_events_on_writes_its_decisions_and_counts_them(
             assert daemon.events is not None
             task = asyncio.create_task(daemon.events.run())
             pool = daemon.events.pool
-            await _until(lambda: pool.told is not None, 5.0)  # the baseline
+            await _until(lambda: pool.told is not None)  # the baseline
             db = pod("db")
             service.admit(db, container("db-1", db, cpu_limit=2, name="db"))
-            await _until(lambda: reasons() == ["ExclusiveCpusAssigned", "SharedPoolChanged"],
-                         5.0)
+            await _until(lambda: reasons() == ["ExclusiveCpusAssigned", "SharedPoolChanged"])
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -14,11 +14,12 @@ from typing import Any
 from cpuset_adapters.nri.mux import Multiplexer, Reply
 from cpuset_adapters.nri.mux_frames import encode_frame
 from cpuset_adapters.nri.ttrpc import RequestEnvelope
+from tests.support.nri_runtime import HANG_GUARD
 
 RUNTIME = "nri.pkg.api.v1alpha1.Runtime"
 
 
-def run(coro: Coroutine[Any, Any, None], timeout: float = 5.0) -> None:
+def run(coro: Coroutine[Any, Any, None], timeout: float = HANG_GUARD) -> None:
     async def bounded() -> None:
         async with asyncio.timeout(timeout):
             await coro

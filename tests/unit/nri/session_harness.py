@@ -15,13 +15,13 @@ from cpuset_adapters.nri.handler_port import Event, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_adapters.nri.session import InheritedSocket, NriSession, SocketPath
 from tests.builders.nri import pod
-from tests.support.nri_runtime import RuntimeDouble
+from tests.support.nri_runtime import HANG_GUARD, RuntimeDouble
 
 DEFAULT_EVENTS = frozenset({Event.CREATE_CONTAINER, Event.UPDATE_CONTAINER,
                             Event.STOP_CONTAINER, Event.REMOVE_CONTAINER})
 
 
-def run(coro: Coroutine[Any, Any, None], timeout: float = 5.0) -> None:
+def run(coro: Coroutine[Any, Any, None], timeout: float = HANG_GUARD) -> None:
     async def bounded() -> None:
         async with asyncio.timeout(timeout):
             await coro
@@ -138,7 +138,7 @@ Scenario = Callable[[RuntimeDouble, RecordingHandler, NriSession], Coroutine[Any
 
 
 def scenario(tmp_path: Path, body: Scenario, *, handler: RecordingHandler | None = None,
-             run_timeout: float = 5.0, **double: Any) -> RecordingHandler:
+             run_timeout: float = HANG_GUARD, **double: Any) -> RecordingHandler:
     """Run ``body`` with a double at a socket in ``tmp_path`` and a plugin connected to it,
     for at most ``run_timeout`` seconds."""
     handler = handler or RecordingHandler()

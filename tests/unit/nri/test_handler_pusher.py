@@ -6,7 +6,7 @@ which runtimes take update calls during events.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -17,6 +17,15 @@ from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import TOPOLOGY, cpus_of, make, resources
 
 # -- the pusher ------------------------------------------------------------------------------
+
+DEADLINE = 30.0
+"""A hang guard, never a judge of speed: the waits below end when their condition holds."""
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(DEADLINE):
+        while not condition():
+            await asyncio.sleep(0.001)
 
 
 def test_pusher_sends_the_latest_placement_once_and_drops_gone_containers() -> None:
@@ -35,7 +44,7 @@ def test_pusher_sends_the_latest_placement_once_and_drops_gone_containers() -> N
         handler.on_create_container(db, pg)
         handler.on_remove_container(db, pg)          # app should go back to 0-15...
         pusher.mark_dirty(["id-gone", "id-app-0123456789"])
-        await asyncio.sleep(0.05)
+        await until(lambda: not pusher.pending())
         task.cancel()
 
     asyncio.run(scenario())
@@ -58,7 +67,7 @@ def test_pusher_retries_a_failed_batch() -> None:
     async def scenario() -> None:
         task = asyncio.create_task(pusher.run(send))
         pusher.mark_dirty(["id-app-0123456789"])
-        await asyncio.sleep(0.3)
+        await until(lambda: len(attempts) == 2 and not pusher.pending())  # after its back-off
         task.cancel()
 
     asyncio.run(scenario())
@@ -152,7 +161,7 @@ def test_a_batch_overtaken_by_a_newer_decision_is_sent_again() -> None:
         task = asyncio.create_task(pusher.run(send))
         pusher.force([app.id])
         await release.wait()
-        await asyncio.sleep(0.05)
+        await until(lambda: len(sent) == 2 and not pusher.pending())
         task.cancel()
 
     asyncio.run(scenario())

@@ -194,5 +194,5 @@ def test_the_pusher_reports_each_batch_it_sends_and_each_failure() -> None:
         await asyncio.sleep(0)
         task.cancel()
 
-    asyncio.run(asyncio.wait_for(main(), 10))  # a bound against hanging, not a timing check
+    asyncio.run(asyncio.wait_for(main(), 30))  # a bound against hanging, not a timing check
     assert observer.batches == [("failed", 1), ("applied", 1)]

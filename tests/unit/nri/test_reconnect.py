@@ -25,7 +25,7 @@ def test_a_socket_created_while_waiting_ends_the_wait(tmp_path: Path) -> None:
         await asyncio.sleep(0.2)
         assert not waiting.done()
         with listen(path):  # the runtime is back
-            await asyncio.wait_for(waiting, timeout=10)
+            await asyncio.wait_for(waiting, timeout=30)
 
     asyncio.run(main())
 
@@ -41,7 +41,7 @@ def test_a_runtime_restarted_on_the_same_path_ends_the_wait(tmp_path: Path) -> N
         old.close()
         path.unlink()
         with listen(path):
-            await asyncio.wait_for(waiting, timeout=10)
+            await asyncio.wait_for(waiting, timeout=30)
 
     asyncio.run(main())
 

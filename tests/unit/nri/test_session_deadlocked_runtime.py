@@ -15,7 +15,7 @@ from cpuset_adapters.nri.deadlock import WEDGED_AFTER
 from cpuset_adapters.nri.launch import SocketPath
 from cpuset_adapters.nri.session import NriSession
 from cpuset_core import ContainerUpdate, CPUSet, Kind
-from tests.support.nri_runtime import RuntimeDouble
+from tests.support.nri_runtime import HANG_GUARD, RuntimeDouble
 from tests.unit.nri.session_harness import RecordingHandler, run, sock_path
 
 WEDGED = "its NRI is most likely deadlocked"
@@ -33,8 +33,10 @@ def serve_until(tmp_path: Path, *, deadlock: bool, registrations: int,
     or merely slow), then let the plugin try ``registrations`` more times."""
     caplog.set_level(logging.INFO, logger="nri_cpuset.nri")
     path = sock_path(tmp_path)
+    # Each registration a deadlocked runtime leaves unanswered waits this out: short there;
+    # where the runtime answers, a short one would call a loaded machine deadlocked.
     session = NriSession(RecordingHandler(), name="cpuset", index="50",
-                         registration_timeout=0.1)
+                         registration_timeout=0.1 if deadlock else HANG_GUARD)
 
     async def main() -> None:
         async with RuntimeDouble(path) as rt:
@@ -60,7 +62,7 @@ def serve_until(tmp_path: Path, *, deadlock: bool, registrations: int,
             deadlocked.append(rt)
 
     deadlocked: list[RuntimeDouble] = []
-    run(main(), 10.0)
+    run(main())
     return deadlocked[0]
 
 

@@ -13,7 +13,7 @@ import pytest
 from cpuset_adapters.nri.launch import InvalidPluginIdentityError
 from cpuset_adapters.nri.session import InheritedSocket, NriSession, RegistrationError, SocketPath
 from tests.builders.nri import container
-from tests.support.nri_runtime import PluginGone, RuntimeDouble
+from tests.support.nri_runtime import HANG_GUARD, PluginGone, RuntimeDouble
 from tests.unit.nri.session_harness import (
     WEB,
     RecordingHandler,
@@ -65,7 +65,7 @@ def test_a_preinstalled_plugin_runs_on_the_inherited_socket_and_exits_with_it(
             assert (conn.sync_chunks > 0) == synced
             assert await rt.create_container(WEB, container("x", WEB)) is not None
             await rt.disconnect()
-            await asyncio.wait_for(task, 2.0)  # returns: no reconnect for a launched plugin
+            await asyncio.wait_for(task, HANG_GUARD)  # returns: no reconnect for a launched plugin
             assert len(rt.connections) == 1
     run(main())
     assert handler.disconnects == 1

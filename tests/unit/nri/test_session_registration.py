@@ -167,7 +167,7 @@ def test_a_synchronize_answered_too_late_drops_the_connection_and_syncs_again(
         assert second.ready.is_set()
 
     with caplog.at_level(logging.WARNING, logger="nri_cpuset"):
-        scenario(tmp_path, body, handler=handler, version="0.6.1", run_timeout=8.0)
+        scenario(tmp_path, body, handler=handler, version="0.6.1")
     assert handler.names().count("synchronize") == 2
     [late] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert late.startswith("Synchronize answered after ")

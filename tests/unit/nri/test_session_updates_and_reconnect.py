@@ -18,7 +18,7 @@ from cpuset_adapters.nri.session import (
     UpdateContainersError,
 )
 from tests.builders.nri import container
-from tests.support.nri_runtime import RuntimeDouble
+from tests.support.nri_runtime import HANG_GUARD, RuntimeDouble
 from tests.unit.nri.session_harness import (
     WEB,
     RecordingHandler,
@@ -137,7 +137,7 @@ def test_a_refused_registration_is_retried(tmp_path: Path) -> None:
 
 
 async def _connection(rt: RuntimeDouble, count: int) -> Any:
-    async with asyncio.timeout(2.0):
+    async with asyncio.timeout(HANG_GUARD):
         while len(rt.connections) < count:
             await asyncio.sleep(0.01)
     return rt.connections[count - 1]

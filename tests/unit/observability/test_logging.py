@@ -164,7 +164,7 @@ def test_each_container_a_background_batch_updates_is_one_debug_event() -> None:
             await asyncio.sleep(0.001)
         task.cancel()
 
-    asyncio.run(asyncio.wait_for(main(), 10))  # a bound against hanging, not a timing check
+    asyncio.run(asyncio.wait_for(main(), 30))  # a bound against hanging, not a timing check
     updates = [e for e in map(json.loads, out.getvalue().splitlines())
                if e.get("reason") == "background update"]
     assert [(e["event"], e["container"], e["kind"], e["cpus"], e["mems"]) for e in updates] \

@@ -1,9 +1,11 @@
 """A fake kernel for the fast path and the service set up with it: five shared containers
-and an integer one (``pg``) that shrank them (their records lag)."""
+and an integer one (``pg``) that shrank them (their records lag); the pusher run until it
+settles."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_core import ContainerUpdate
@@ -11,6 +13,12 @@ from cpuset_core.ports import UpdateOutcome
 from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import make
+
+DEADLINE = 30.0
+"""A hang guard, never a judge of speed."""
+TURNS = 20
+"""Event-loop turns given to the pusher after nothing is pending, for a send it should not
+make to show (its steps take turns, not time: the runtime here is always quiet)."""
 
 
 class FakeKernel:
@@ -46,3 +54,30 @@ def five_shared_and_pg(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementS
     return handler, service
 
 
+
+
+def sent_until_settled(service: PlacementService,
+                       then: Callable[[], object] = lambda: None) -> list[str]:
+    """Run the pusher (the runtime always quiet), call ``then``, wait until nothing is left to
+    go out by itself (and a few turns more); what it sent, as ``id=cpus``. No clock: a slow
+    machine only makes it wait longer."""
+    sent: list[str] = []
+
+    async def send(batch: Sequence[ContainerUpdate]) -> None:
+        sent.extend(f"{u.container_id}={u.cpus}" for u in batch)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(service.pusher.run(send))
+        try:
+            await asyncio.sleep(0)  # the pusher waits for work
+            then()
+            async with asyncio.timeout(DEADLINE):
+                while service.pusher.pending():
+                    await asyncio.sleep(0.001)
+            for _ in range(TURNS):
+                await asyncio.sleep(0)
+        finally:
+            task.cancel()
+
+    asyncio.run(scenario())
+    return sent

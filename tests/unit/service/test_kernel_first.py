@@ -5,17 +5,21 @@ record following in small batches, and a Synchronize that prefers the kernel's v
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 from cpuset_core.verify import Observed
 from cpuset_service import pusher as pusher_module
 from cpuset_service.kernel_first import KernelFirst
-from cpuset_service.placement import PlacementService
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import cpus_of, make
-from tests.unit.service.fast_path import FakeKernel, five_shared_and_pg, with_kernel
+from tests.unit.service.fast_path import (
+    FakeKernel,
+    five_shared_and_pg,
+    sent_until_settled,
+    with_kernel,
+)
 
 WEB = "id-app-0123456789"
 
@@ -114,25 +118,6 @@ def test_the_pool_grows_back_in_the_kernel_at_once_and_the_record_follows_in_sma
         f"id-app{n}-0123456789": "0-15" for n in range(5)}
 
 
-def _sent_in_the_background(service: PlacementService,
-                            then: Callable[[], object] = lambda: None) -> list[str]:
-    """Run the pusher (the runtime always quiet), call ``then``, let it work; what it sent."""
-    sent: list[str] = []
-
-    async def send(batch: Sequence[ContainerUpdate]) -> None:
-        sent.extend(f"{u.container_id}={u.cpus}" for u in batch)
-
-    async def scenario() -> None:
-        task = asyncio.create_task(service.pusher.run(send))
-        await asyncio.sleep(0.05)
-        then()
-        await asyncio.sleep(0.3)
-        task.cancel()
-
-    asyncio.run(scenario())
-    return sent
-
-
 def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answers_only(
         ) -> None:
     """Decision 51: the kernel has every shrink; the runtime's record waits for answers."""
@@ -141,7 +126,7 @@ def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answ
     pusher = service.pusher
     pusher.may_send_records = lambda: False
     assert len(kernel.cpus) == 5
-    assert _sent_in_the_background(service) == []
+    assert sent_until_settled(service) == []
     assert pusher.pending() == frozenset()  # nothing goes out by itself
     assert len(pusher.record_pending()) == 5  # but the records still lag
     late = pod("late", qos="burstable")
@@ -160,7 +145,7 @@ def test_a_record_is_not_lagging_once_the_kernel_is_back_where_the_record_is() -
     service.pusher.may_send_records = lambda: False
     assert len(service.pusher.record_pending()) == 5
     db = pod("db")
-    sent = _sent_in_the_background(
+    sent = sent_until_settled(
         service, lambda: handler.on_remove_container(db, container("pg", db, cpus=2)))
     assert sent == []
     assert set(kernel.cpus.values()) == {"0-15"}
@@ -175,7 +160,7 @@ def test_there_what_the_kernel_refuses_still_goes_in_a_call_of_its_own() -> None
     handler, service = five_shared_and_pg(kernel)
     service.pusher.may_send_records = lambda: False
     db = pod("db")
-    sent = _sent_in_the_background(
+    sent = sent_until_settled(
         service, lambda: handler.on_remove_container(db, container("pg", db, cpus=2)))
     assert sent == [f"{refused}=0-15"]
     # The four the kernel grew back are where their records have been since their creation.

@@ -232,7 +232,7 @@ def test_the_pusher_waits_for_a_quiet_runtime_before_a_call_of_its_own() -> None
             await asyncio.sleep(0.01)
         task.cancel()
 
-    asyncio.run(asyncio.wait_for(scenario(), 10))
+    asyncio.run(asyncio.wait_for(scenario(), 30))
 
 
 def test_a_container_waiting_for_its_start_is_not_read_it_has_no_cgroup_yet() -> None:

@@ -4,7 +4,9 @@ under ``/sys/fs/cgroup/cpuset/nri-cpuset-bench-<pid>/`` and removed at the end.
 
 Each round shrinks every container off one CPU (one step) and grows it back (one step), as a pin
 arriving and leaving does; the time is what a hook (or a chunk of the background writer) holds
-the event loop for. Needs root and a cgroup v1 cpuset hierarchy with at least 2 CPUs.
+the event loop for. The writer keeps each cgroup's ``cpuset.cpus`` open after its first write, as
+the plugin's does (decision NN), and closes them before the directories go. Needs root and a
+cgroup v1 cpuset hierarchy with at least 2 CPUs.
 
 Run: ``python bench/kernel_writes.py [--containers 500] [--rounds 20] [--keep-load-balance]
 [--parent-no-load-balance]``. Prints figures only.

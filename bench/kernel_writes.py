@@ -4,7 +4,9 @@ under ``/sys/fs/cgroup/cpuset/nri-cpuset-bench-<pid>/`` and removed at the end.
 
 Each round shrinks every container off one CPU (one step) and grows it back (one step), as a pin
 arriving and leaving does; the time is what a hook (or a chunk of the background writer) holds
-the event loop for. Needs root and a cgroup v1 cpuset hierarchy with at least 2 CPUs.
+the event loop for. The writer keeps each cgroup's ``cpuset.cpus`` open after its first write, as
+the plugin's does (decision 62), and closes them before the directories go. Needs root and a
+cgroup v1 cpuset hierarchy with at least 2 CPUs.
 
 Run: ``python bench/kernel_writes.py [--containers 500] [--rounds 20] [--keep-load-balance]
 [--parent-no-load-balance]``. Prints figures only.
@@ -47,6 +49,7 @@ def main() -> int:
     mems = (cpuset / "cpuset.mems").read_text().strip()
     parent = cpuset / f"nri-cpuset-bench-{os.getpid()}"
     paths = {f"c{n}": f"/{parent.name}/c{n}" for n in range(args.containers)}
+    writer = KernelCpusetWriter(ROOT, paths.get)
     try:
         parent.mkdir()
         (parent / "cpuset.cpus").write_text(online.format())
@@ -59,7 +62,7 @@ def main() -> int:
         if args.parent_no_load_balance:
             (parent / BALANCE).write_text("0")
         first = KernelFirst()
-        first.updater = writer = KernelCpusetWriter(ROOT, paths.get)
+        first.updater = writer
         if args.keep_load_balance:
             writer.clears_balance = False
         print(f"root {BALANCE} {(cpuset / BALANCE).read_text().strip()}, parent "
@@ -88,6 +91,7 @@ def main() -> int:
                   f"{BALANCE} "
                   f"{(cpuset / paths['c0'].lstrip('/') / BALANCE).read_text().strip()})")
     finally:
+        writer.close_files()  # an open file pins a removed cgroup as a dying one
         for path in paths.values():
             directory = cpuset / path.lstrip("/")
             if directory.exists():
@@ -100,9 +104,10 @@ def main() -> int:
 def _restarted(paths: dict[str, str], online: CPUSet, smaller: CPUSet) -> float:
     """A new writer's first step: it writes 0 over the flags the last one cleared."""
     again = KernelFirst()
-    again.updater = KernelCpusetWriter(ROOT, paths.get)
+    again.updater = writer = KernelCpusetWriter(ROOT, paths.get)
     elapsed = _timed(again, paths, online, smaller)
     _timed(again, paths, smaller, online)
+    writer.close_files()
     return elapsed
 
 

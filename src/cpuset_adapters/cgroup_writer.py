@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cpuset_adapters.cgroupfs import CGROUP_ROOT, cgroup_version, expand_systemd_path, quota_file
+from cpuset_adapters.kept_files import KeptFiles
 from cpuset_core import ContainerUpdate, CPUSet
 from cpuset_core.ports import UpdateOutcome
 from cpuset_core.quota import UNLIMITED
@@ -78,6 +79,9 @@ class KernelCpusetWriter:
         """Whether container cgroups' balance flags are cleared (v1, the root balancing)."""
         self.balance_note = ""
         """Why or why not, for the start log."""
+        self.files = KeptFiles()
+        """The containers' ``cpuset.cpus`` kept open between writes (closed by :meth:`forget`
+        and :meth:`close_files`)."""
         self.read_root_balance()
 
     def read_root_balance(self) -> None:
@@ -144,8 +148,14 @@ class KernelCpusetWriter:
     def refused(self, updates: Sequence[ContainerUpdate]) -> list[Refusal]:
         """Write every update; the ones the kernel refused, each with why."""
         refused = []
+        # One text per distinct set, not per container: a decision's 500 shared containers
+        # get one or two sets between them.
+        texts: dict[CPUSet, str] = {}
         for update in updates:
-            problem = self._write(update)
+            cpus = texts.get(update.cpus)
+            if cpus is None:
+                cpus = texts[update.cpus] = update.cpus.format()
+            problem = self._write(update, cpus)
             if problem:
                 refused.append((update, problem))
         return refused
@@ -166,7 +176,7 @@ class KernelCpusetWriter:
         except (OSError, ValueError):
             return False
 
-    def _write(self, update: ContainerUpdate) -> str:
+    def _write(self, update: ContainerUpdate, cpus: str) -> str:
         path = self._path_of(update.container_id)
         if not path:
             return "the runtime gave no cgroup path"
@@ -177,7 +187,7 @@ class KernelCpusetWriter:
             directory = self._directories[path] = str(self.directory(path))
         if self.clears_balance and directory not in self._unbalanced:
             self._clear_balance(directory, update.container_id)
-        writes = [("cpuset.cpus", str(update.cpus))]
+        writes = [("cpuset.cpus", cpus)]
         if update.mems is not None and update.mems != update.previous_mems:
             # Memory nodes first when they grow, last when they shrink: like the CPUs, a
             # cgroup never asks for more than both the old and the new value allow at once.
@@ -187,10 +197,21 @@ class KernelCpusetWriter:
         for name, value in writes:
             file = f"{directory}/{name}"
             try:
-                _write_file(file, value)
+                if name == "cpuset.cpus":  # the one written at every decision: kept open
+                    self.files.write(update.container_id, file, value.encode())
+                else:
+                    _write_file(file, value)
             except OSError as exc:
                 return f"{file}: {exc.strerror or exc}"
         return ""
+
+    def forget(self, container_id: str) -> None:
+        """The container is gone: close what was kept open for it (it pins a removed cgroup)."""
+        self.files.forget(container_id)
+
+    def close_files(self) -> None:
+        """Close every file kept open (a resync: the next decisions open them again)."""
+        self.files.close_all()
 
     def _clear_balance(self, directory: str, container_id: str) -> None:
         """Clear the container cgroup's balance flag; a refusal costs only the speed-up."""

@@ -134,7 +134,9 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     scopes.enabled = systemd_units
     kernel_path = _kernel_path(scopes, unusable, kernel_updates)
     if not unusable:
-        service.pusher.kernel.updater = scopes
+        # The files it keeps open are closed when their container goes, or at a resync.
+        service.pusher.kernel.attach(scopes, forgotten=writer.forget,
+                                     resynced=writer.close_files)
         service.pusher.kernel.enabled = kernel_updates
         if config is not None:
             config.kernel_updates = _switch(writer, service.pusher.kernel.switch)

@@ -69,12 +69,18 @@ class Plan:
         if change is None:
             return []
         entries = self.result.entries
-        # A mixed container runs on its own CPUs too: they come with the pool, before and after.
-        return [ContainerUpdate(container_id=cid, subject=entries[cid].subject, kind=Kind.SHARED,
-                                cpus=entries[cid].cpus | change.after,
-                                previous_cpus=entries[cid].cpus | change.before,
-                                reason="shared pool changed")
-                for cid in change.container_ids]
+        after, before = change.after, change.before
+        updates = []
+        for cid in change.container_ids:
+            entry = entries[cid]
+            own = entry.cpus
+            # A mixed container runs on its own CPUs too: they come with the pool, before and
+            # after. A plain shared one (500 of them on a dense node) shares the pool's sets.
+            updates.append(ContainerUpdate(
+                container_id=cid, subject=entry.subject, kind=Kind.SHARED,
+                cpus=own | after if own else after,
+                previous_cpus=own | before if own else before, reason="shared pool changed"))
+        return updates
 
 
 def moved_with_pool(moves: tuple[ContainerUpdate, ...], others: tuple[str, ...],

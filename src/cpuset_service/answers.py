@@ -84,18 +84,21 @@ class AnswerUpdates:
         self._journal = journal
         self._observer = observer
 
-    def fill(self, updates: list[ContainerUpdate], *busy: str,
-             moves: Collection[str] = ()) -> list[ContainerUpdate]:
+    def fill(self, updates: list[ContainerUpdate], *busy: str, moves: Collection[str] = (),
+             records: bool = True) -> list[ContainerUpdate]:
         """``updates`` and, after them, whatever the background pusher has pending for
         containers neither in them nor ``busy``, all :meth:`carried`: an answer is the one path
         to the runtime free of lock-order risk, so repairs and releases ride on it whenever the
         runtime asks something. With the kernel fast path, what the kernel takes of
         ``updates`` is written now and leaves the answer (its record follows in the
-        background). ``moves``: the ids of ``updates`` that are moves."""
+        background). ``moves``: the ids of ``updates`` that are moves; ``records``: whether
+        lagging records may ride too (not on a creation's answer: containerd runs a runc update
+        for each before it creates the container, decision 62; refused updates always ride)."""
         written, updates = self.kernel_first(updates)
         answered = {u.container_id for u in updates}
         updates = [*updates, *self._pusher.take_for_answer(
-            {*busy, *answered, *(u.container_id for u in written)}, answered=answered)]
+            {*busy, *answered, *(u.container_id for u in written)}, answered=answered,
+            records=records)]
         self.carried(updates, moves=sum(1 for u in updates if u.container_id in moves))
         return updates
 

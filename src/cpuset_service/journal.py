@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from cpuset_core import AdmissionError, ContainerUpdate, Kind, Placement, Plan
 from cpuset_service.events import decision, short_id, updated
+from cpuset_service.events import log as _decisions
 from cpuset_service.history import History
 
 _log = logging.getLogger("nri_cpuset.placement")
@@ -81,6 +82,8 @@ class DecisionJournal:
     def answered(self, updates: Iterable[ContainerUpdate]) -> None:
         """``updates`` ride on a runtime's answer: one event each, at debug (a move among them
         was told as a move already)."""
+        if not _decisions.isEnabledFor(logging.DEBUG):
+            return  # one check, not one per container (500 per integer creation)
         for update in updates:
             updated(update)
 

@@ -13,10 +13,11 @@ holds it. Nothing is undone: each step is safe on its own, and the answer finish
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cpuset_core import ContainerUpdate, stage
 from cpuset_core.ports import ContainerUpdater
+from cpuset_core.transaction import Step
 
 _log = logging.getLogger("nri_cpuset.kernel")
 
@@ -45,6 +46,15 @@ class KernelFirst:
         """Container updates the kernel took so far."""
         self.refused = 0
         """Container updates the kernel refused (sent through the runtime instead)."""
+        self.forgotten: Callable[[str], None] = lambda _container_id: None
+        """Tells the updater a container is gone (it closes what it kept open for it)."""
+        self.resynced: Callable[[], None] = lambda: None
+        """Tells the updater everything is decided again (it closes what it kept open)."""
+
+    def attach(self, updater: ContainerUpdater, *, forgotten: Callable[[str], None],
+               resynced: Callable[[], None]) -> None:
+        """Write through ``updater``, telling it when a container goes and at a resync."""
+        self.updater, self.forgotten, self.resynced = updater, forgotten, resynced
 
     def switch(self, enabled: bool) -> None:
         """``runtime.kernel_updates`` reloaded: takes effect at the next update."""
@@ -64,25 +74,17 @@ class KernelFirst:
         if not self.active or not updates:
             return [], list(updates)
         assert self.updater is not None
-        applied: dict[str, int] = {}
-        parts: dict[str, int] = {}
         # An empty cpuset cannot be written (nor set through the runtime): left as it is.
         steps = stage([u for u in updates if u.cpus])
-        for step in steps:
-            for part in step:
-                parts[part.container_id] = parts.get(part.container_id, 0) + 1
         refused = ""
-        for step in steps:
+        for taken, step in enumerate(steps):
             outcome = self.updater.apply(step)
-            failed = set(outcome.failed) if not outcome.ok else set()
-            for part in step:
-                if part.container_id not in failed:
-                    applied[part.container_id] = applied.get(part.container_id, 0) + 1
-            if failed:
+            if not outcome.ok:
                 refused = outcome.detail or "the kernel refused the write"
+                written = _fully_written(updates, steps, taken + 1, set(outcome.failed))
                 break
-        written = [u for u in updates
-                   if u.cpus and applied.get(u.container_id, 0) == parts[u.container_id]]
+        else:  # every step taken (the rule at 500 shared containers: no per-part counting)
+            written = [u for u in updates if u.cpus]
         done = {u.container_id for u in written}
         left = [u for u in updates if u.container_id not in done]
         self.written += len(written)
@@ -91,3 +93,20 @@ class KernelFirst:
             _log.warning("kernel write refused; through the runtime instead", extra={
                 "count": len(left), "error": refused})
         return written, left
+
+
+def _fully_written(updates: Sequence[ContainerUpdate], steps: Sequence[Step], tried: int,
+                   failed: set[str]) -> list[ContainerUpdate]:
+    """The updates whose every part (in ``steps``) was in the ``tried`` first steps and not
+    ``failed`` (the last one tried failed for them): a container split into a shrink and a
+    grow is written only when both were."""
+    parts: dict[str, int] = {}
+    applied: dict[str, int] = {}
+    for number, step in enumerate(steps):
+        for part in step:
+            cid = part.container_id
+            parts[cid] = parts.get(cid, 0) + 1
+            if number < tried and cid not in failed:
+                applied[cid] = applied.get(cid, 0) + 1
+    return [u for u in updates
+            if u.cpus and applied.get(u.container_id, 0) == parts[u.container_id]]

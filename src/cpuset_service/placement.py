@@ -146,7 +146,7 @@ class PlacementService:
         placement = plan.placement
         assert placement is not None  # a create plan always places its container
         self.observer.admission(placement.kind, "admitted", "")
-        updates = self._answers.fill(response_order(plan), container.id,
+        updates = self._answers.fill(response_order(plan), container.id, records=False,
                                      moves={m.container_id for m in plan.moves})
         self.pusher.record_applied(container.id, placement.cpus, placement.mems)
         if plan.moves:

@@ -12,17 +12,17 @@ With the kernel fast path (:class:`KernelFirst`) a dirty container is written in
 at once (no runtime lock is involved); only the runtime's *record* then lags, and follows in
 small paced calls that never go while a creation or a start is under way (:mod:`record_pace`)
 and no longer ride on answers — or, on a runtime whose NRI locks can deadlock on such a call
-(decision 51), rides only on the answers to the runtime's own calls. What the kernel refuses
-goes through the runtime as before."""
+(decision 51), rides only on the answers to the runtime's own calls that are not a creation
+(there containerd runs a runc update for it before it creates the container: decision 62).
+What the kernel refuses goes through the runtime as before, on every answer."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Protocol
 
-from cpuset_core import ContainerUpdate, CPUSet, Ledger, Placement
+from cpuset_core import ContainerUpdate, CPUSet
 from cpuset_service import events
 from cpuset_service.kernel_first import (
     KERNEL_CHUNK,
@@ -32,6 +32,7 @@ from cpuset_service.kernel_first import (
     KernelFirst,
 )
 from cpuset_service.observer import NO_OBSERVER, Observer
+from cpuset_service.pending_updates import Placements, take
 from cpuset_service.record_pace import RecordPace
 
 Sender = Callable[[Sequence[ContainerUpdate]], Awaitable[None]]
@@ -44,15 +45,6 @@ QUIET_POLL = 0.05
 MAX_BATCH = 50
 """Containers per UpdateContainers call, and per answer they ride on. The runtime applies them
 one by one (runc, 15-40 ms each) while every other NRI event waits (decision 25)."""
-
-
-class Placements(Protocol):
-    """Where the committed ledger puts each container (the placement service)."""
-
-    @property
-    def ledger(self) -> Ledger: ...
-
-    def placement(self, container_id: str) -> Placement | None: ...
 
 
 class UpdatePusher:
@@ -158,6 +150,7 @@ class UpdatePusher:
         self._unwritten.discard(container_id)
         self._record.discard(container_id)
         self._kernel.pop(container_id, None)
+        self.kernel.forgotten(container_id)
 
     def reset(self) -> None:
         """Drop everything pending (the connection is gone; the next Synchronize decides),
@@ -171,6 +164,7 @@ class UpdatePusher:
         self._sent.clear()
         self._wake.clear()
         self.pace.reset()
+        self.kernel.resynced()
 
     def pending(self) -> frozenset[str]:
         """Containers whose placement is still to go out by itself (kernel, or a call of the
@@ -196,10 +190,12 @@ class UpdatePusher:
             self._in_flight[update.container_id] = (update.cpus, update.mems)
         return batch
 
-    def take_for_answer(self, exclude: set[str], *, answered: set[str]) -> list[ContainerUpdate]:
+    def take_for_answer(self, exclude: set[str], *, answered: set[str],
+                        records: bool = True) -> list[ContainerUpdate]:
         """Return what is pending for containers not in ``exclude`` (once each), at most
-        :data:`MAX_BATCH`, to ride on the answer the runtime waits for (no lock-order risk).
-        They count as sent; so do ``answered``, which the answer sets already."""
+        :data:`MAX_BATCH`, to ride on the answer the runtime waits for (no lock-order risk):
+        lagging records only if ``records`` (never on a creation's answer, decision 62). They
+        count as sent; so do ``answered``, which the answer sets already."""
         self._dirty -= answered
         self._record -= answered
         # One being sent in the background is left to that send (settled when it returns).
@@ -207,38 +203,18 @@ class UpdatePusher:
         batch = self._take(self._dirty, busy, MAX_BATCH)
         busy |= {u.container_id for u in batch}
         # Where records go in calls of our own they never lengthen an answer (issue 45).
-        batch += self._take(self._record, busy,
-                            0 if self.may_send_records() else RECORD_PER_ANSWER)
+        batch += self._take(self._record, busy, RECORD_PER_ANSWER
+                            if records and not self.may_send_records() else 0)
         for update in batch:
             self._sent[update.container_id] = (update.cpus, update.mems)
         return batch
 
     def _take(self, pending: set[str], exclude: set[str], limit: int, *,
               unless_sent: bool = True) -> list[ContainerUpdate]:
-        batch: list[ContainerUpdate] = []
-        entries = self._placements.ledger.entries
-        for cid in sorted(pending - exclude):
-            if len(batch) == limit:
-                self._wake.set()  # the rest goes in the next batch
-                break
-            pending.discard(cid)
-            placement = self._placements.placement(cid)
-            if placement is None:  # gone: nothing to pin
-                self._sent.pop(cid, None)
-                continue
-            target = (placement.cpus, placement.mems)
-            sent = self._sent.get(cid)
-            # The record may say so while the kernel differs: kernel writes check nothing.
-            if (unless_sent and sent == target) or not placement.cpus:
-                continue
-            # What it runs on before is what was last sent (the placement itself when never:
-            # background sends are repairs and releases, never undone, so it only informs).
-            before = sent if sent is not None else target
-            batch.append(ContainerUpdate(
-                container_id=cid, subject=entries[cid].subject, kind=placement.kind,
-                cpus=placement.cpus, previous_cpus=before[0], mems=placement.mems,
-                previous_mems=before[1] if before[1] is not None else placement.mems,
-                reason="background update"))
+        batch, more = take(self._placements, self._sent, pending, exclude, limit,
+                           unless_sent=unless_sent)
+        if more:
+            self._wake.set()  # the rest goes in the next batch
         return batch
 
     async def run(self, send: Sender, *, quiet: Callable[[], bool] = lambda: True) -> None:

@@ -12,8 +12,9 @@ At the limit, SIGALRM raises :class:`TestHung` in the main thread, after writing
 thread's stack to ``RESULTS/hung-tests.txt``. If the main thread is blocked where no signal
 handler runs (uninterruptible in the kernel, e.g. on a cgroup lock another task holds),
 faulthandler's own thread writes the stacks there a minute later under its ``Timeout (...)!``
-line and ends pytest; the host, which reads that file, stops the guest as stalled and boots it once more
-(``cpuset_lab.vm_heartbeat.stuck_in_kernel``): such a guest cannot even finish its tests.
+line and ends pytest; the host, which reads that file, stops the guest as stalled and boots
+it once more (``cpuset_lab.vm_heartbeat.stuck_in_kernel``): such a guest cannot even finish
+its tests.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pytest
 
 from cpuset_adapters import cgroup_writer
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+from cpuset_adapters.kept_files import KeptFiles
 from cpuset_adapters.systemd.bus import BusError
 from cpuset_adapters.systemd.call import UnitCpuset
 from cpuset_adapters.systemd.scope_writer import (
@@ -218,6 +219,14 @@ def keep_from_plugin(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
         real(path, value)
 
     monkeypatch.setattr(cgroup_writer, "_write_file", write)
+    real_kept = KeptFiles.write
+
+    def kept(files: KeptFiles, container_id: str, path: str, value: bytes) -> None:
+        if path.startswith(str(directory)):  # cpuset.cpus, written through the kept files
+            raise PermissionError(errno.EPERM, "Operation not permitted", path)
+        real_kept(files, container_id, path, value)
+
+    monkeypatch.setattr(KeptFiles, "write", kept)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from cpuset_core.verify import Observed
 from cpuset_service import pusher as pusher_module
 from cpuset_service.kernel_first import KernelFirst
 from tests.builders.nri import container, pod
-from tests.unit.nri.handler_harness import cpus_of, make
+from tests.unit.nri.handler_harness import cpus_of, make, resources
 from tests.unit.service.fast_path import (
     FakeKernel,
     five_shared_and_pg,
@@ -84,6 +84,25 @@ def test_a_refused_step_leaves_every_later_step_to_the_answer() -> None:
     assert kernel.cpus == {"a": "4-7"}
 
 
+def test_a_container_split_in_a_shrink_and_a_grow_is_written_only_when_both_were_taken(
+        ) -> None:
+    """The grow step refused for one container: the other's grow (its second part) was taken,
+    so it is written; the refused one rides on the answer."""
+    kernel = FakeKernel(refuse=frozenset({"c"}))
+    first = KernelFirst()
+    first.updater = kernel
+
+    def shared(cid: str, before: str, after: str) -> ContainerUpdate:
+        return ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED,
+                               cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
+    a = shared("a", "0-7", "4-11")   # shrink to 4-7, then grow to 4-11
+    c = shared("c", "0-3", "0-7")    # a pure grow, refused
+    written, left = first.apply([a, c])
+    assert (written, left) == ([a], [c])
+    assert kernel.calls == [["a"], ["a", "c"]]
+    assert (first.written, first.refused) == (1, 1)
+
+
 def test_the_pool_grows_back_in_the_kernel_at_once_and_the_record_follows_in_small_batches(
         ) -> None:
     kernel = FakeKernel()
@@ -131,7 +150,10 @@ def test_where_a_call_of_its_own_could_deadlock_the_runtime_records_ride_on_answ
     assert len(pusher.record_pending()) == 5  # but the records still lag
     late = pod("late", qos="burstable")
     _, updates = handler.on_create_container(late, container("late", late))
-    assert len(updates) == pusher_module.RECORD_PER_ANSWER  # they ride on the answer
+    assert list(updates) == []  # not on a creation's answer (a runc update before it)
+    assert len(pusher.record_pending()) == 5
+    updates = handler.on_stop_container(late, container("late", late))
+    assert len(updates) == pusher_module.RECORD_PER_ANSWER  # they ride on other answers
     assert len(pusher.record_pending()) == 5 - pusher_module.RECORD_PER_ANSWER
     pusher.may_send_records = lambda: True  # a runtime with NRI v0.12.1 or later
     assert pusher.pending() == pusher.record_pending()
@@ -178,9 +200,57 @@ def test_an_answer_carries_only_a_few_record_only_updates() -> None:
     assert len(service.pusher.record_pending()) == 6
     service.pusher.may_send_records = lambda: False  # where they ride on answers only
     late = pod("late", qos="burstable")
-    _, updates = handler.on_create_container(late, container("late", late))
+    handler.on_create_container(late, container("late", late))
+    updates = handler.on_stop_container(late, container("late", late))
     assert len(updates) == pusher_module.RECORD_PER_ANSWER
     assert len(service.pusher.record_pending()) == 6 - pusher_module.RECORD_PER_ANSWER
+
+
+def test_no_record_rides_on_a_creation_answer_where_records_ride_on_answers_only() -> None:
+    """containerd applies each update an answer carries with a runc update (13-40 ms) before it
+    creates the container: an integer creation's answer carries no lagging record, however many
+    lag (the kernel has them all); an update the runtime resizes a container with does."""
+    kernel = FakeKernel()
+    handler, service = five_shared_and_pg(kernel)
+    service.pusher.may_send_records = lambda: False  # containerd 1.7 and 2.1 (decision 51)
+    db2 = pod("db2")
+    _, updates = handler.on_create_container(db2, container("pg2", db2, cpus=2))
+    assert list(updates) == []
+    assert set(kernel.cpus.values()) == {"2-7,10-15"}  # the shrinks: in the kernel
+    assert len(service.pusher.record_pending()) == 5
+    web = pod("web0", qos="burstable")
+    resized = handler.on_update_container(web, container("app0", web), resources(0.5))
+    assert len(resized) == 1 + pusher_module.RECORD_PER_ANSWER  # its own, and a record
+    # app0's own update sets its record too.
+    assert len(service.pusher.record_pending()) == 5 - 1 - pusher_module.RECORD_PER_ANSWER
+
+
+def test_what_the_kernel_refused_still_rides_on_a_creation_answer() -> None:
+    """Nothing else would apply it where calls of the plugin's own are unsafe: the growth the
+    kernel refused goes on the next answer, a creation's too."""
+    refused = "id-app0-0123456789"
+    kernel = FakeKernel(refuse=frozenset({refused}))
+    handler, service = five_shared_and_pg(kernel)
+    pusher = service.pusher
+    pusher.may_send_records = lambda: False
+    db = pod("db")
+
+    async def scenario() -> None:
+        task = asyncio.create_task(pusher.run(_never, quiet=lambda: False))
+        handler.on_remove_container(db, container("pg", db, cpus=2))
+        while pusher.pending() != {refused}:  # the others written, this one refused
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(scenario())
+    late = pod("late", qos="burstable")
+    _, updates = handler.on_create_container(late, container("late", late))
+    assert cpus_of(updates) == {refused: "0-15"}
+    assert pusher.pending() == frozenset()
+
+
+async def _never(_batch: Sequence[ContainerUpdate]) -> None:
+    raise AssertionError("nothing is sent while the runtime is busy")
 
 
 def test_a_synchronize_takes_cpusets_from_the_kernel_and_resends_a_lagging_record() -> None:
@@ -264,3 +334,17 @@ def test_without_the_fast_path_write_first_hands_back_every_update() -> None:
     updates = [_shrink("a", "0-3"), _shrink("b", "4-7")]
     assert service.pusher.write_first(updates) == updates
     assert service.pusher.record_pending() == frozenset()
+
+
+def test_the_kernel_updater_is_told_when_a_container_goes_and_at_a_resync() -> None:
+    """The writer keeps each container's cpuset file open: it closes it when the container is
+    removed (an open file pins a removed cgroup) and every one at a resync."""
+    handler, service = five_shared_and_pg(FakeKernel())
+    told: list[str] = []
+    service.pusher.kernel.forgotten = told.append
+    service.pusher.kernel.resynced = lambda: told.append("resync")
+    db = pod("db")
+    handler.on_remove_container(db, container("pg", db, cpus=2))
+    assert told == ["id-pg-0123456789"]
+    handler.on_disconnect()
+    assert told[-1] == "resync"

@@ -130,7 +130,8 @@ def test_where_they_could_deadlock_records_still_ride_one_per_answer_and_never_i
     gate.open = True
     pusher.pace.may_send = gate.may_send  # type: ignore[method-assign]
     late = pod("late", qos="burstable")
-    _, updates = handler.on_create_container(late, container("late", late))
+    handler.on_create_container(late, container("late", late))
+    updates = handler.on_stop_container(late, container("late", late))  # not a creation's
     assert len(updates) == pusher_module.RECORD_PER_ANSWER == 1
 
     async def scenario(sent: list[list[str]]) -> None:

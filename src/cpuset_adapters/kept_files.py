@@ -5,8 +5,8 @@ An integer creation beside 500 shared containers writes 500 of these files befor
 500 cgroups with a task each: 17.5 µs open, write and close; 11.6 µs a write on a descriptor
 kept open). So after a container's first write its descriptor stays open, and is closed:
 
-- when the container is forgotten (removed, alone or with its pod): an open descriptor pins a
-  removed cgroup as a dying one;
+- when the container stops or is forgotten (removed, alone or with its pod): an open
+  descriptor pins a removed cgroup as a dying one, and a cgroup goes with its task;
 - when the plugin resyncs (the runtime connection ended: everything is decided again);
 - when a write on it says the file is gone (``ENODEV``, a removed cgroup; ``EBADF``): that write
   is then made as if nothing were kept (open, write, close), so a gone cgroup is refused as

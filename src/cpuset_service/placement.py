@@ -197,11 +197,11 @@ class PlacementService:
         reasserted = self._moved_by.reasserted(container_id, self._engine)
         plan = self._release(container_id, subject, "stop")
         self.starts.stopped(container_id)
+        self.pusher.kernel.forgotten(container_id)  # no kept file may pin its cgroup once gone
         moved = {r.container_id for r in reasserted}
         _written, reasserted = self._answers.kernel_first(reasserted)
-        # The pool's growth: into the kernel now where it takes it; the rest as before.
-        _grown, growth = self._answers.kernel_first(
-            [u for u in plan.updates if u.container_id not in moved])
+        _grown, growth = self._answers.kernel_first(  # the pool's growth; what the kernel
+            [u for u in plan.updates if u.container_id not in moved])  # refuses rides
         self.pusher.refused(u.container_id for u in growth)
         updates = self._answers.fill([], container_id, *moved)
         # Moved containers first: they leave CPUs the growing shared containers then take.

@@ -337,14 +337,17 @@ def test_without_the_fast_path_write_first_hands_back_every_update() -> None:
 
 
 def test_the_kernel_updater_is_told_when_a_container_goes_and_at_a_resync() -> None:
-    """The writer keeps each container's cpuset file open: it closes it when the container is
-    removed (an open file pins a removed cgroup) and every one at a resync."""
+    """The writer keeps each container's cpuset file open: it closes it when the container
+    stops (its task and cgroup go with it; an open file pins a removed cgroup), when it is
+    removed (one never stopped) and every one at a resync."""
     handler, service = five_shared_and_pg(FakeKernel())
     told: list[str] = []
     service.pusher.kernel.forgotten = told.append
     service.pusher.kernel.resynced = lambda: told.append("resync")
     db = pod("db")
-    handler.on_remove_container(db, container("pg", db, cpus=2))
+    handler.on_stop_container(db, container("pg", db, cpus=2))
     assert told == ["id-pg-0123456789"]
+    handler.on_remove_container(db, container("pg", db, cpus=2))
+    assert told == ["id-pg-0123456789", "id-pg-0123456789"]
     handler.on_disconnect()
     assert told[-1] == "resync"

@@ -23,10 +23,11 @@ from typing import Final
 HEARTBEAT_FILE: Final = "heartbeat"
 HUNG_TESTS_FILE: Final = "hung-tests.txt"
 """Written by the guest's hang guard (``tests/vm/hang_guard.REPORT``)."""
-SILENCE_LIMIT: Final = 300.0
+SILENCE_LIMIT: Final = 180.0
 """Host seconds without a new beat before the guest counts as stalled. A beat is due every 5
 guest seconds; the worst pause seen in a guest that went on to pass was a soft lockup of 52 s
-(2026-11-28, docs/vm-lab.md), so five minutes is no slow guest's."""
+(2026-11-28, docs/vm-lab.md), so three minutes is no slow guest's. A guest that stopped
+(2026-12-06) never beat again: waiting longer only delays its second boot."""
 
 
 @dataclass(slots=True)

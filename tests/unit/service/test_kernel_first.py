@@ -65,16 +65,24 @@ def test_a_refused_shrink_stays_on_the_answer_and_stops_later_steps() -> None:
     assert service.pusher.record_pending() == frozenset()
 
 
+def shared(cid: str, before: str, after: str) -> ContainerUpdate:
+    """A shared container's update from ``before`` to ``after``."""
+    return ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED,
+                           cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
+
+
+def kernel_first_on(kernel: FakeKernel) -> KernelFirst:
+    first = KernelFirst()
+    first.updater = kernel
+    return first
+
+
 def test_a_refused_step_leaves_every_later_step_to_the_answer() -> None:
     """A shared container moved in two parts (shrink, then grow): when the shrink of another
     is refused, no grow is written, and the half-written one rides whole on the answer."""
     kernel = FakeKernel(refuse=frozenset({"b"}))
-    first = KernelFirst()
-    first.updater = kernel
+    first = kernel_first_on(kernel)
 
-    def shared(cid: str, before: str, after: str) -> ContainerUpdate:
-        return ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED,
-                               cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
     a = shared("a", "0-7", "4-11")   # shrink to 4-7, then grow to 4-11
     b = shared("b", "0-7", "4-7")    # a pure shrink, refused
     written, left = first.apply([a, b])
@@ -89,12 +97,8 @@ def test_a_container_split_in_a_shrink_and_a_grow_is_written_only_when_both_were
     """The grow step refused for one container: the other's grow (its second part) was taken,
     so it is written; the refused one rides on the answer."""
     kernel = FakeKernel(refuse=frozenset({"c"}))
-    first = KernelFirst()
-    first.updater = kernel
+    first = kernel_first_on(kernel)
 
-    def shared(cid: str, before: str, after: str) -> ContainerUpdate:
-        return ContainerUpdate(container_id=cid, subject=cid, kind=Kind.SHARED,
-                               cpus=CPUSet.parse(after), previous_cpus=CPUSet.parse(before))
     a = shared("a", "0-7", "4-11")   # shrink to 4-7, then grow to 4-11
     c = shared("c", "0-3", "0-7")    # a pure grow, refused
     written, left = first.apply([a, c])

@@ -34,7 +34,13 @@ from cpuset_lab.containerd_install import runtime_named
 from cpuset_lab.daemonset.image_archive import archive_path, stale
 from cpuset_lab.vm_heartbeat import HEARTBEAT_FILE, Heartbeat, stuck_in_kernel
 from cpuset_lab.vm_output import Tail, copy_console, explain
-from cpuset_lab.vm_results import KERNEL_STUCK, Outcome, ShapeResult, judge, summary_table
+from cpuset_lab.vm_results import (
+    KERNEL_STUCK,
+    ShapeResult,
+    boot_again,
+    judge,
+    summary_table,
+)
 from cpuset_lab.vm_shapes import DEFAULT_SHAPE, SHAPES, Shape
 from cpuset_lab.vm_systemd import SYSTEMD_ARGS, prepare_home
 
@@ -242,22 +248,25 @@ def main(argv: list[str]) -> int:
         results = args.results / name
         print(f"== VM lab: {name}: {shape.summary} (kernel {kernel.name}, containerd "
               f"{runtime_named().name}, results in {results})", flush=True)
+        boots, started = 1, time.monotonic()
         result = run_shape(shape, results, vng=args.vng, kernel=kernel, python=sys.executable,
                            pytest_args=pytest_args, boot_timeout=args.boot_timeout,
                            timeout=args.timeout)
-        if result.outcome in (Outcome.NOT_BOOTED, Outcome.STALLED):
+        while boot_again(result.outcome, boots, time.monotonic() - started):
             # QEMU's software emulation has been seen to crash (segfault) while the guest
-            # kernel brings its CPUs up, and to livelock it (vm_output.STALL_LIMIT): one more boot
-            # before calling it a failure; the summary says which run counted.
+            # kernel brings its CPUs up, to livelock it (vm_output.STALL_LIMIT) and to stop
+            # it advancing (vm_heartbeat): another boot before calling it a failure; the
+            # summary says which run counted.
             print(explain(result, results) + f"\n== VM lab: {name}: booting once more",
                   flush=True)
             # The next boot starts from a fresh results directory: keep this console beside it.
             with contextlib.suppress(OSError):
                 shutil.copyfile(results / "console.log",
-                                args.results / f"{name}.first-boot-console.log")
+                                args.results / f"{name}.boot-{boots}-console.log")
             result = run_shape(shape, results, vng=args.vng, kernel=kernel,
                                python=sys.executable, pytest_args=pytest_args,
                                boot_timeout=args.boot_timeout, timeout=args.timeout)
+            boots += 1
         outcomes.append(result)
         if not result.ok:
             print(explain(result, results), flush=True)

@@ -103,6 +103,22 @@ KERNEL_STUCK: Final = ("a guest CPU was reported stuck for 2 minutes or more (so
                        "emulation livelocked the guest kernel)")
 
 
+MAX_BOOTS: Final = 3
+"""Boots of one shape at most when emulation, not the tests, failed it."""
+REBOOT_BUDGET: Final = 1800.0
+"""Seconds a shape's boots may have taken and still get another: CI's 90 minutes hold two
+shapes, the other sessions and a guest that failed late."""
+
+
+def boot_again(outcome: Outcome, boots: int, spent_s: float) -> bool:
+    """Whether a shape whose last of ``boots`` boots ended with ``outcome``, ``spent_s`` after
+    its first began, is booted once more: only when emulation failed it (the guest did not
+    boot, or stalled: crashed, livelocked or stopped advancing), at most :data:`MAX_BOOTS`
+    boots, within :data:`REBOOT_BUDGET`. A test's failure or a timeout is the tests' own."""
+    return (outcome in (Outcome.NOT_BOOTED, Outcome.STALLED) and boots < MAX_BOOTS
+            and spent_s < REBOOT_BUDGET)
+
+
 def judge(shape: str, results: Path, *, wall_s: float, timed_out: bool,
           stalled: str = "") -> ShapeResult:
     """The result of the guest that wrote ``results`` (``stalled``: why it was stopped as

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cpuset_lab import vm, vm_output
-from cpuset_lab.vm_results import Counts, Outcome, judge, summary_table
+from cpuset_lab.vm_results import Counts, Outcome, boot_again, judge, summary_table
 from cpuset_lab.vm_shapes import SHAPES, Node, NvmeDrive, Shape
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"
@@ -256,3 +256,17 @@ def test_the_soaks_tuning_reaches_the_guest_and_nothing_else_of_this_environment
                             "bash -c 'echo $NRI_CPUSET_VM_SOAK_SEED'"],
                            capture_output=True, text=True, check=True)
     assert shell.stdout == "7 8\n"
+
+
+@pytest.mark.parametrize(("outcome", "boots", "spent", "again"), [
+    (Outcome.STALLED, 1, 400.0, True),
+    (Outcome.NOT_BOOTED, 2, 900.0, True),
+    (Outcome.STALLED, 3, 900.0, False),    # three boots at the most
+    (Outcome.STALLED, 1, 1800.0, False),   # no boot past the budget, whatever the count
+    (Outcome.FAILED, 1, 10.0, False),      # the tests' own failure
+    (Outcome.TIMED_OUT, 1, 10.0, False),
+    (Outcome.PASSED, 1, 10.0, False),
+])
+def test_only_emulations_failures_boot_a_shape_again_three_boots_within_half_an_hour(
+        outcome: Outcome, boots: int, spent: float, again: bool) -> None:
+    assert boot_again(outcome, boots, spent) is again

@@ -29,7 +29,7 @@ def take(placements: Placements, sent: dict[str, tuple[CPUSet, CPUSet | None]],
     placement is what ``sent`` says the runtime was last given; an empty cpuset never goes."""
     batch: list[ContainerUpdate] = []
     if limit == 0:  # an answer that carries no records (500 may lag): nothing to sort
-        return batch, bool(pending - exclude)
+        return batch, not pending <= exclude
     entries = placements.ledger.entries
     for cid in sorted(pending - exclude):
         if len(batch) == limit:

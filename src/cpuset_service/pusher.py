@@ -290,7 +290,9 @@ class UpdatePusher:
             sent = self._in_flight.pop(cid)
             events.updated(update)  # the batch's event names them all at info
             placement = self._placements.placement(cid)
-            if placement is not None and (placement.cpus, placement.mems) != sent:
+            if placement is None:
+                continue
+            if (placement.cpus, placement.mems) != sent:
                 self.force([cid])
-            elif placement is not None:  # its record is the kernel's now: not lagging either
+            else:  # its record is the kernel's now: not lagging either
                 self.record_applied(cid, *sent)

@@ -12,7 +12,6 @@ and counts the stall, and when the loop turns again it logs how long it stood.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import threading
@@ -58,8 +57,7 @@ class LoopWatch:
                 await asyncio.sleep(self._tick_every)
         finally:
             self._stop.set()
-            with contextlib.suppress(RuntimeError):
-                watcher.join(timeout=2 * self._tick_every)
+            watcher.join(timeout=2 * self._tick_every)
 
     def tick(self) -> None:
         """The loop turned (``run`` calls it every :data:`TICK`)."""

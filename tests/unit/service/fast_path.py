@@ -54,8 +54,6 @@ def five_shared_and_pg(kernel: FakeKernel) -> tuple[CpusetNriHandler, PlacementS
     return handler, service
 
 
-
-
 def sent_until_settled(service: PlacementService,
                        then: Callable[[], object] = lambda: None) -> list[str]:
     """Run the pusher (the runtime always quiet), call ``then``, wait until nothing is left to

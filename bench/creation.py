@@ -38,7 +38,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from creation_figures import Creation, interleaved, phase_rows, sample_line, switch_line
+from creation_figures import (
+    Creation,
+    hook_ms,
+    hook_p50s,
+    hook_text,
+    interleaved,
+    phase_rows,
+    sample_line,
+    switch_line,
+)
 from dense_fast import config_text
 from dense_node import DenseNode, cannot_run_here, overlap
 from noop_plugin import NoopProcess
@@ -49,6 +58,9 @@ from cpuset_lab.containerd_install import RUNTIMES, find_installation
 from cpuset_lab.plugin_process import PluginProcess
 
 NOOP, PLUGIN = "no-op", "nri-cpuset"
+METRICS = "127.0.0.1:19478"
+"""Where nri-cpuset serves its metrics: its own time in each hook of a sample is read there."""
+HOOK_SECONDS = "nri_cpuset_hook_duration_seconds_sum"
 SETTLE = 0.5
 """Seconds after a plugin is synchronized before the next sample (see the module's doc)."""
 
@@ -66,7 +78,7 @@ class CreationBench:
         self.plugins: dict[str, PluginProcess] = {
             NOOP: NoopProcess(self.lab.nri_socket, workdir / "noop.log"),
             PLUGIN: PluginProcess(self.lab.nri_socket, workdir / "plugin.log",
-                                  cri_socket=self.lab.cri_address,
+                                  listen=METRICS, cri_socket=self.lab.cri_address,
                                   args=("--config", str(config))),
         }
         self.current: PluginProcess | None = None
@@ -100,14 +112,22 @@ class CreationBench:
 
     def size(self, node: DenseNode, size: int) -> None:
         results: dict[str, list[Creation]] = {NOOP: [], PLUGIN: []}
+        hooks: list[dict[str, float]] = []
         self.switches = {NOOP: [], PLUGIN: []}
         for name in interleaved((NOOP, PLUGIN), self.args.samples):
             if self.use(name):
                 print(sample_line(size, 0, name, self.sample(node)), flush=True)
+            before = self.hook_seconds(name)
             results[name].append(self.sample(node))
-            print(sample_line(size, len(results[name]), name, results[name][-1]), flush=True)
+            line = sample_line(size, len(results[name]), name, results[name][-1])
+            if name == PLUGIN:
+                hooks.append(hook_ms(before, self.hook_seconds(name)))
+                line += f"  its hooks: {hook_text(hooks[-1])}"
+            print(line, flush=True)
         for row in phase_rows(size, NOOP, results[NOOP], PLUGIN, results[PLUGIN]):
             print(row, flush=True)
+        print(f"[{size:>4}] {PLUGIN}'s own time in each hook of a sample: {hook_p50s(hooks)}",
+              flush=True)
         print(switch_line(size, self.switches), flush=True)
 
     def use(self, name: str) -> bool:
@@ -124,6 +144,11 @@ class CreationBench:
         self.switches[name].append(synchronized - wanted.started_at)
         time.sleep(SETTLE)
         return True
+
+    def hook_seconds(self, name: str) -> dict[str, float]:
+        """nri-cpuset's time so far in each hook (its metrics), by hook; nothing for the no-op
+        plugin. Read between samples, never during one."""
+        return self.plugins[name].metric_sums(HOOK_SECONDS, "hook") if name == PLUGIN else {}
 
     def sample(self, node: DenseNode) -> Creation:
         """One integer pod run, created and started, its overlap read, then removed (and the

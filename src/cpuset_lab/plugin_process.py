@@ -142,15 +142,30 @@ class PluginProcess:
         ticks = int(fields[11]) + int(fields[12])
         return ticks / os.sysconf("SC_CLK_TCK")
 
+    def metric_sums(self, name: str, label: str) -> dict[str, float]:
+        """The samples of ``name`` in ``/metrics`` summed by the value of ``label`` (other
+        labels pooled), e.g. every hook's ``nri_cpuset_hook_duration_seconds_sum``."""
+        sums: dict[str, float] = {}
+        for labels, value in self._samples(name):
+            key = labels.get(label, "").strip('"')
+            sums[key] = sums.get(key, 0.0) + value
+        return sums
+
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The value of one sample of ``/metrics`` (0 when absent), e.g.
         ``metric("nri_cpuset_hook_duration_seconds_sum", {"hook": "CreateContainer"})``."""
+        wanted = labels or {}
+        return sum(value for pairs, value in self._samples(name)
+                   if all(pairs.get(k) == f'"{v}"' for k, v in wanted.items()))
+
+    def _samples(self, name: str) -> list[tuple[dict[str, str], float]]:
+        """Every sample of ``name`` in ``/metrics``: its labels (values still quoted) and
+        value."""
         if not self.listen:
             raise RuntimeError("the plugin was started without --listen")
         with urllib.request.urlopen(f"http://{self.listen}/metrics", timeout=10) as response:
             body = response.read().decode()
-        wanted = labels or {}
-        total = 0.0
+        found = []
         for line in body.splitlines():
             if not line.startswith(name) or line.startswith("#"):
                 continue
@@ -159,9 +174,8 @@ class PluginProcess:
             if metric != name:
                 continue
             pairs = dict(part.split("=", 1) for part in label_text.rstrip("}").split(",") if part)
-            if all(pairs.get(k) == f'"{v}"' for k, v in wanted.items()):
-                total += float(value)
-        return total
+            found.append((pairs, float(value)))
+        return found
 
 
 def _count(text: str, what: str) -> int:

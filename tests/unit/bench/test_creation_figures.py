@@ -10,6 +10,10 @@ from creation import parse, sizes
 from creation_figures import (
     PHASES,
     Creation,
+    difference_interval,
+    hook_ms,
+    hook_p50s,
+    hook_text,
     interleaved,
     phase_rows,
     sample_line,
@@ -47,9 +51,9 @@ def test_each_phase_has_a_row_with_both_plugins_and_the_difference() -> None:
         assert row.startswith(f"[  40] {phase} ")
         assert "no-op" in row
         assert "nri-cpuset" in row
-    assert rows[0].endswith("nri-cpuset p50  109.0 ms (108.0-110.0)   +4.0")
-    assert rows[1].endswith("+10.0")  # create: 31 against 21 ms
-    assert rows[3].endswith("p50  172.0 ms (169.0-175.0)  +15.0")  # total: 172 against 157
+    assert "nri-cpuset p50  109.0 ms (108.0-110.0)   +4.0  (95% " in rows[0]
+    assert " +10.0  (95% " in rows[1]  # create: 31 against 21 ms
+    assert "p50  172.0 ms (169.0-175.0)  +15.0  (95% " in rows[3]  # total: 172 against 157
     assert rows[-1] == ("[  40] shared containers on its CPUs when its start returned, max: "
                         "no-op 40, nri-cpuset 0 (of 40)")
 
@@ -106,3 +110,38 @@ def test_bad_samples_and_runtimes_are_refused() -> None:
     for argv in (["--samples", "0"], ["--runtime", "3.0"]):
         with pytest.raises(SystemExit):
             parse(argv)
+
+
+def test_hook_ms_is_each_hooks_gain_between_two_readings_in_ms() -> None:
+    before = {"CreateContainer": 1.0, "StopContainer": 0.5}
+    after = {"CreateContainer": 1.004, "StopContainer": 0.5, "StartContainer": 0.0002}
+    gained = hook_ms(before, after)
+    assert gained == {"CreateContainer": pytest.approx(4.0), "StartContainer": pytest.approx(0.2)}
+
+
+def test_hook_text_names_each_hook_sorted_or_says_none() -> None:
+    assert hook_text({"StopContainer": 0.25, "CreateContainer": 3.0}) == (
+        "CreateContainer 3.0, StopContainer 0.2 ms")
+    assert hook_text({}) == "none"
+
+
+def test_hook_p50s_counts_a_sample_without_the_hook_as_zero() -> None:
+    text = hook_p50s([{"CreateContainer": 4.0}, {"CreateContainer": 2.0, "StopContainer": 1.0},
+                      {"CreateContainer": 3.0}])
+    assert text == "CreateContainer p50 3.0 (max 4.0), StopContainer p50 0.0 (max 1.0) ms"
+    assert hook_p50s([]) == "none"
+
+
+def test_the_interval_holds_the_difference_and_tells_a_shift_from_noise() -> None:
+    floor = [0.020 + 0.001 * (i % 7) for i in range(21)]
+    shifted = [x + 0.005 for x in floor]
+    low, high = difference_interval(floor, shifted)
+    assert 0.0 < low <= 5.0 <= high < 10.0  # a 5 ms shift over 6 ms of noise: shown
+    same_low, same_high = difference_interval(floor, list(reversed(floor)))
+    assert same_low < 0.0 < same_high  # no shift: zero is inside
+
+
+def test_the_interval_is_the_same_for_the_same_samples() -> None:
+    floor, measured = [0.010, 0.030, 0.020], [0.015, 0.040, 0.025]
+    assert difference_interval(floor, measured) == difference_interval(floor, measured)
+    assert difference_interval([0.010], [0.012]) == pytest.approx((2.0, 2.0))

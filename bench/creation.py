@@ -116,19 +116,31 @@ class CreationBench:
         self.switches = {NOOP: [], PLUGIN: []}
         for name in interleaved((NOOP, PLUGIN), self.args.samples):
             if self.use(name):
-                print(sample_line(size, 0, name, self.sample(node)), flush=True)
-            before = self.hook_seconds(name)
-            results[name].append(self.sample(node))
-            line = sample_line(size, len(results[name]), name, results[name][-1])
+                print(self.timed(node, size, 0, name)[0], flush=True)
+            line, creation, hook_times = self.timed(node, size, len(results[name]) + 1, name)
+            results[name].append(creation)
             if name == PLUGIN:
-                hooks.append(hook_ms(before, self.hook_seconds(name)))
-                line += f"  its hooks: {hook_text(hooks[-1])}"
+                hooks.append(hook_times)
             print(line, flush=True)
         for row in phase_rows(size, NOOP, results[NOOP], PLUGIN, results[PLUGIN]):
             print(row, flush=True)
         print(f"[{size:>4}] {PLUGIN}'s own time in each hook of a sample: {hook_p50s(hooks)}",
               flush=True)
         print(switch_line(size, self.switches), flush=True)
+
+    def timed(self, node: DenseNode, size: int, number: int,
+              name: str) -> tuple[str, Creation, dict[str, float]]:
+        """One sample (``number`` 0: the warm-up), its line, and nri-cpuset's own time in each
+        hook during it (its metrics, read before and after, never during; none for the no-op
+        plugin)."""
+        plugin = name == PLUGIN
+        before = self.plugins[name].metric_sums(HOOK_SECONDS, "hook") if plugin else {}
+        creation = self.sample(node)
+        line = sample_line(size, number, name, creation)
+        if not plugin:
+            return line, creation, {}
+        hook_times = hook_ms(before, self.plugins[name].metric_sums(HOOK_SECONDS, "hook"))
+        return f"{line}  its hooks: {hook_text(hook_times)}", creation, hook_times
 
     def use(self, name: str) -> bool:
         """Make ``name`` the one plugin connected, synchronized and settled; return whether
@@ -144,11 +156,6 @@ class CreationBench:
         self.switches[name].append(synchronized - wanted.started_at)
         time.sleep(SETTLE)
         return True
-
-    def hook_seconds(self, name: str) -> dict[str, float]:
-        """nri-cpuset's time so far in each hook (its metrics), by hook; nothing for the no-op
-        plugin. Read between samples, never during one."""
-        return self.plugins[name].metric_sums(HOOK_SECONDS, "hook") if name == PLUGIN else {}
 
     def sample(self, node: DenseNode) -> Creation:
         """One integer pod run, created and started, its overlap read, then removed (and the

@@ -180,11 +180,7 @@ class KernelCpusetWriter:
         path = self._path_of(update.container_id)
         if not path:
             return "the runtime gave no cgroup path"
-        directory = self._directories.get(path)
-        if directory is None:
-            if len(self._directories) > MAX_REMEMBERED:  # containers come and go
-                self._directories.clear()
-            directory = self._directories[path] = str(self.directory(path))
+        directory = self._directory(path)
         if self.clears_balance and directory not in self._unbalanced:
             self._clear_balance(directory, update.container_id)
         writes = [("cpuset.cpus", cpus)]
@@ -205,6 +201,20 @@ class KernelCpusetWriter:
                 return f"{file}: {exc.strerror or exc}"
         return ""
 
+    def ready(self, container_id: str) -> None:
+        """Do now what the container's first write would do besides writing (clear its
+        balance flag, open its ``cpuset.cpus`` to keep): called off the hooks' path for every
+        container after a resync and for each one that starts, so an integer creation's
+        shrink of N shared containers is N writes, not N first writes (a flag cleared is a
+        domain rebuild: 0.3 ms each beside 200 cpusets). Whatever fails is left to the write."""
+        path = self._path_of(container_id)
+        if not path:
+            return
+        directory = self._directory(path)
+        if self.clears_balance and directory not in self._unbalanced:
+            self._clear_balance(directory, container_id)
+        self.files.keep(container_id, f"{directory}/cpuset.cpus")
+
     def forget(self, container_id: str) -> None:
         """The container is gone: close what was kept open for it (it pins a removed cgroup)."""
         self.files.forget(container_id)
@@ -212,6 +222,14 @@ class KernelCpusetWriter:
     def close_files(self) -> None:
         """Close every file kept open (a resync: the next decisions open them again)."""
         self.files.close_all()
+
+    def _directory(self, path: str) -> str:
+        directory = self._directories.get(path)
+        if directory is None:
+            if len(self._directories) > MAX_REMEMBERED:  # containers come and go
+                self._directories.clear()
+            directory = self._directories[path] = str(self.directory(path))
+        return directory
 
     def _clear_balance(self, directory: str, container_id: str) -> None:
         """Clear the container cgroup's balance flag; a refusal costs only the speed-up."""

@@ -76,6 +76,27 @@ class KeptFiles:
         else:
             os.close(fd)
 
+    def keep(self, container_id: str, file: str) -> None:
+        """Open the container's ``file`` and keep it, unwritten, for its next write (so the
+        first write after a start or a resync costs a write, not an open too): nothing when it
+        is kept already, the limit is reached, or it cannot be opened (the write will say why)."""
+        kept = self._open.get(container_id)
+        if (kept is not None and kept[0] == file) or len(self._open) >= self.limit:
+            return
+        try:
+            fd = os.open(file, os.O_WRONLY)  # no O_CREAT: a gone cgroup leaves nothing behind
+        except OSError:
+            return
+        try:
+            keep = self._keeps(fd)
+        except OSError:
+            keep = False
+        if not keep:
+            os.close(fd)
+            return
+        self.forget(container_id)  # its cgroup is another now
+        self._open[container_id] = (file, fd)
+
     def forget(self, container_id: str) -> None:
         """Close the container's file if it is kept (it is gone)."""
         kept = self._open.pop(container_id, None)

@@ -134,9 +134,7 @@ def build_daemon(topology_source: TopologySource, *, environ: Mapping[str, str],
     scopes.enabled = systemd_units
     kernel_path = _kernel_path(scopes, unusable, kernel_updates)
     if not unusable:
-        # The files it keeps open are closed when their container goes, or at a resync.
-        service.pusher.kernel.attach(scopes, forgotten=writer.forget,
-                                     resynced=writer.close_files)
+        _attach_kernel(service, scopes, writer)
         service.pusher.kernel.enabled = kernel_updates
         if config is not None:
             config.kernel_updates = _switch(writer, service.pusher.kernel.switch)
@@ -238,6 +236,27 @@ def _set_grace(service: PlacementService) -> Callable[[float], None]:
     def reloaded(grace: float) -> None:
         service.starts.grace = grace
     return reloaded
+
+
+def _attach_kernel(service: PlacementService, scopes: SystemdScopeWriter,
+                   writer: KernelCpusetWriter) -> None:
+    """The kernel fast path writes through ``scopes``; the files ``writer`` keeps open are
+    closed when their container goes, or at a resync, and running containers are readied for
+    their first write off the hooks' path."""
+    from cpuset_adapters.kernel_readying import KernelReadying  # noqa: PLC0415
+
+    readying = KernelReadying(writer.ready)
+
+    def forgotten(container_id: str) -> None:
+        readying.drop(container_id)
+        writer.forget(container_id)
+
+    def resynced() -> None:
+        readying.clear()
+        writer.close_files()
+
+    service.pusher.kernel.attach(scopes, forgotten=forgotten, resynced=resynced,
+                                 readied=readying.queue)
 
 
 def _kernel_path(scopes: SystemdScopeWriter, unusable: str, enabled: bool) -> str:

@@ -13,7 +13,7 @@ holds it. Nothing is undone: each step is safe on its own, and the answer finish
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from cpuset_core import ContainerUpdate, stage
 from cpuset_core.ports import ContainerUpdater
@@ -50,11 +50,24 @@ class KernelFirst:
         """Tells the updater a container is gone (it closes what it kept open for it)."""
         self.resynced: Callable[[], None] = lambda: None
         """Tells the updater everything is decided again (it closes what it kept open)."""
+        self.readied: Callable[[Iterable[str]], None] = lambda _container_ids: None
+        """Tells the updater these containers' cgroups exist and may be written: it readies
+        them off the hooks' path (returns at once)."""
 
     def attach(self, updater: ContainerUpdater, *, forgotten: Callable[[str], None],
-               resynced: Callable[[], None]) -> None:
-        """Write through ``updater``, telling it when a container goes and at a resync."""
+               resynced: Callable[[], None],
+               readied: Callable[[Iterable[str]], None] | None = None) -> None:
+        """Write through ``updater``, telling it when a container goes, at a resync, and
+        which containers to ready for their first write."""
         self.updater, self.forgotten, self.resynced = updater, forgotten, resynced
+        if readied is not None:
+            self.readied = readied
+
+    def ready(self, container_ids: Iterable[str]) -> None:
+        """These containers run (a resync saw them, or one started): the updater may ready
+        their first write now, so a later creation's writes to them are writes only."""
+        if self.active:
+            self.readied(container_ids)
 
     def switch(self, enabled: bool) -> None:
         """``runtime.kernel_updates`` reloaded: takes effect at the next update."""

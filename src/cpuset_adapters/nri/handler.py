@@ -109,6 +109,8 @@ class CpusetNriHandler:
             [translate.pod_facts(p) for p in pods], facts, source="synchronize",
             unstarted=unstarted)
         self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
+        # The ones that run have their cgroups: ready them for the next creation's writes.
+        self._service.pusher.kernel.ready(c.id for c in containers if c.id not in unstarted)
         if self._on_synchronized is not None:
             self._on_synchronized()
         return translate.updates(synchronized.updates)
@@ -146,6 +148,7 @@ class CpusetNriHandler:
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._service.quota.lift(container.id, container.linux.cgroups_path)
+        self._service.pusher.kernel.ready((container.id,))  # its cgroup exists now
         if _sees_starts_end(self.runtime):  # records wait until its PostStartContainer
             self._service.pusher.pace.starting(container.id)
 

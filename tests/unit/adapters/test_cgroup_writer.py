@@ -10,6 +10,7 @@ import pytest
 
 from cpuset_adapters import cgroup_writer
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
+from cpuset_adapters.kept_files import KeptFiles
 from tests.unit.adapters.cgroup_trees import (
     V1_PATH,
     V2_PATH,
@@ -187,3 +188,28 @@ def test_removed_containers_are_forgotten_as_the_cleared_set_grows(
     del paths["c-a"], paths["c-b"]  # removed: the runtime no longer names their cgroups
     assert kernel.apply([update("c-c")]).ok
     assert kernel.unbalanced == 1
+
+
+def test_readying_clears_the_flag_and_keeps_the_file_so_the_first_write_is_a_write(
+        tmp_path: Path) -> None:
+    web = balanced_v1_tree(tmp_path)
+    kernel = writer(tmp_path, v1_paths("c-web"))
+    kernel.files = KeptFiles(keeps=lambda _fd: True)
+    kernel.ready("c-web")
+    assert (web / BALANCE).read_text() == "0"
+    assert (web / "cpuset.cpus").read_text() == "0-15\n"  # not written
+    assert (kernel.unbalanced, len(kernel.files)) == (1, 1)
+    (web / BALANCE).write_text("1")  # the write neither clears it again nor opens the file
+    assert kernel.apply([update(cpus="3-15")]).ok
+    assert (web / BALANCE).read_text() == "1"
+    assert (web / "cpuset.cpus").read_text().strip() == "3-15"  # on the kept descriptor
+    kernel.close_files()
+
+
+def test_readying_an_unknown_or_gone_container_does_nothing(tmp_path: Path) -> None:
+    balanced_v1_tree(tmp_path)
+    kernel = writer(tmp_path, {**v1_paths("c-web"), "c-gone": "/kubepods/burstable/pod1/gone"})
+    kernel.ready("c-unknown")
+    kernel.ready("c-gone")
+    assert len(kernel.files) == 0
+    assert not (tmp_path / "cpuset/kubepods/burstable/pod1/gone").exists()

@@ -150,3 +150,39 @@ def test_the_writer_keeps_cpus_files_open_and_closes_them_when_told(tmp_path: Pa
     assert (directory / "cpuset.mems").read_text() == "0"  # memory nodes: written as before
     writer.close_files()
     assert len(writer.files) == 0
+
+
+def test_a_kept_unwritten_file_serves_the_first_write(tmp_path: Path) -> None:
+    file = tmp_path / "cpuset.cpus"
+    file.write_text("0-15")
+    files = KeptFiles(keeps=always)
+    files.keep("c", str(file))
+    assert file.read_text() == "0-15"  # opened, not written nor truncated
+    file.unlink()  # a fresh open would fail now: the write must use the kept one
+    files.write("c", str(file), b"0-3")
+    assert len(files) == 1
+    files.close_all()
+
+
+def test_keeping_is_skipped_when_kept_already_at_the_limit_or_not_a_cgroup_file(
+        tmp_path: Path) -> None:
+    for name in ("a", "b", "plain"):
+        (tmp_path / name).write_text("")
+    files = KeptFiles(limit=1, keeps=always)
+    before = open_fds()
+    files.keep("a", str(tmp_path / "a"))
+    files.keep("a", str(tmp_path / "a"))  # kept already: no second descriptor
+    files.keep("b", str(tmp_path / "b"))  # at the limit
+    assert (len(files), open_fds()) == (1, before + 1)
+    files.close_all()
+    plain = KeptFiles(keeps=lambda _fd: False)
+    plain.keep("c", str(tmp_path / "plain"))
+    assert (len(plain), open_fds()) == (0, before)
+
+
+def test_keeping_a_file_that_is_gone_creates_nothing_and_keeps_nothing(tmp_path: Path) -> None:
+    files = KeptFiles(keeps=always)
+    files.keep("c", str(tmp_path / "gone" / "cpuset.cpus"))
+    files.keep("c", str(tmp_path / "cpuset.cpus"))
+    assert len(files) == 0
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 from cpuset_adapters.nri.handler import CpusetNriHandler
+from cpuset_adapters.nri.proto import nri_pb2 as pb
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 from cpuset_core.verify import Observed
 from cpuset_service import pusher as pusher_module
@@ -355,3 +356,25 @@ def test_the_kernel_updater_is_told_when_a_container_goes_and_at_a_resync() -> N
     assert told == ["id-pg-0123456789", "id-pg-0123456789"]
     handler.on_disconnect()
     assert told[-1] == "resync"
+
+
+def test_running_containers_are_readied_for_their_first_write_at_a_resync_and_a_start() -> None:
+    """A resync readies every container that runs (not one created and never started: it has
+    no task, and its cgroup may not be there), after the resync closed what was kept; a start
+    readies the container that starts. Only with the fast path active."""
+    handler, service = with_kernel(FakeKernel())
+    told: list[str] = []
+    service.pusher.kernel.resynced = lambda: told.append("resync")
+    service.pusher.kernel.readied = told.extend
+    one, two = pod("one"), pod("two", qos="burstable")
+    waiter = container("waiter", one, cpus=2, cpuset="4-5")
+    waiter.state = pb.CONTAINER_CREATED
+    runner = container("runner", two)
+    runner.state = pb.CONTAINER_RUNNING
+    handler.on_synchronize([one, two], [waiter, runner])
+    assert told == ["resync", runner.id]
+    handler.on_start_container(one, waiter)
+    assert told == ["resync", runner.id, waiter.id]
+    service.pusher.kernel.enabled = False  # runtime.kernel_updates = false: nothing to ready
+    handler.on_start_container(two, container("other", two))
+    assert told == ["resync", runner.id, waiter.id]

@@ -16,6 +16,7 @@ from cpuset_service.kernel_first import KernelFirst
 from tests.builders.nri import container, pod
 from tests.unit.nri.handler_harness import cpus_of, make, resources
 from tests.unit.service.fast_path import (
+    DEADLINE,
     FakeKernel,
     five_shared_and_pg,
     sent_until_settled,
@@ -243,9 +244,12 @@ def test_what_the_kernel_refused_still_rides_on_a_creation_answer() -> None:
     async def scenario() -> None:
         task = asyncio.create_task(pusher.run(_never, quiet=lambda: False))
         handler.on_remove_container(db, container("pg", db, cpus=2))
-        while pusher.pending() != {refused}:  # the others written, this one refused
-            await asyncio.sleep(0.01)
-        task.cancel()
+        try:
+            async with asyncio.timeout(DEADLINE):  # a hang guard, not a judge of speed
+                while pusher.pending() != {refused}:  # the others written, this one refused
+                    await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
 
     asyncio.run(scenario())
     late = pod("late", qos="burstable")

@@ -109,8 +109,10 @@ class CpusetNriHandler:
             [translate.pod_facts(p) for p in pods], facts, source="synchronize",
             unstarted=unstarted)
         self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
-        # The ones that run have their cgroups: ready them for the next creation's writes.
-        self._service.pusher.kernel.ready(c.id for c in containers if c.id not in unstarted)
+        # The ones that run have their cgroups: ready them for the next creation's writes (a
+        # stopped one's cgroup is gone, or going: a file kept would pin it).
+        self._service.pusher.kernel.ready(c.id for c in containers
+                                          if c.state == pb.CONTAINER_RUNNING)
         if self._on_synchronized is not None:
             self._on_synchronized()
         return translate.updates(synchronized.updates)

@@ -363,8 +363,8 @@ def test_the_kernel_updater_is_told_when_a_container_goes_and_at_a_resync() -> N
 
 
 def test_running_containers_are_readied_for_their_first_write_at_a_resync_and_a_start() -> None:
-    """A resync readies every container that runs (not one created and never started: it has
-    no task, and its cgroup may not be there), after the resync closed what was kept; a start
+    """A resync readies every container that runs (not one created and never started, nor one
+    stopped: no task, no cgroup to keep), after the resync closed what was kept; a start
     readies the container that starts. Only with the fast path active."""
     handler, service = with_kernel(FakeKernel())
     told: list[str] = []
@@ -375,7 +375,9 @@ def test_running_containers_are_readied_for_their_first_write_at_a_resync_and_a_
     waiter.state = pb.CONTAINER_CREATED
     runner = container("runner", two)
     runner.state = pb.CONTAINER_RUNNING
-    handler.on_synchronize([one, two], [waiter, runner])
+    stopped = container("stopped", two)
+    stopped.state = pb.CONTAINER_STOPPED
+    handler.on_synchronize([one, two], [waiter, runner, stopped])
     assert told == ["resync", runner.id]
     handler.on_start_container(one, waiter)
     assert told == ["resync", runner.id, waiter.id]

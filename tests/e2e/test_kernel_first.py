@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cpuset_adapters.cgroupfs import CGROUP_ROOT, cgroup_dir, cgroup_version
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
 from cpuset_lab.kubelet import KubeletClient
@@ -83,3 +84,37 @@ def test_shared_containers_are_off_a_new_exclusive_containers_cpus_when_its_star
         records_follow(plugin, lab, cri, dict.fromkeys(apps, ONLINE))
     if fast_path:
         assert "kernel write refused" not in plugin.text()
+
+
+BALANCE = "cpuset.sched_load_balance"
+
+
+def balance_flag(cri: KubeletClient, cid: str) -> Path:
+    """The container's cgroup v1 ``cpuset.sched_load_balance``."""
+    path = cri.container_status(cid).cgroups_path
+    assert path is not None
+    return cgroup_dir(path, controller="cpuset") / BALANCE
+
+
+@needs_two_cpus
+def test_running_shared_containers_are_readied_before_a_creation_needs_them(
+        plugin: Plugin, lab: LabContainerd, cri: KubeletClient, fast_path: bool) -> None:
+    """Decision 63: what a container's first kernel write would do besides writing (on
+    cgroup v1, clearing its balance flag: a domain rebuild) is done when it starts, and for
+    every running one when the plugin synchronizes, not on the next integer creation's
+    answer. Only with the fast path on; read from the kernel's own files."""
+    root_flag = CGROUP_ROOT / "cpuset" / BALANCE
+    if cgroup_version(CGROUP_ROOT) != 1 or root_flag.read_text().strip() != "1":
+        pytest.skip("balance flags are cleared only on cgroup v1 with a balancing root")
+    with pod(cri, "w0", QosClass.BURSTABLE) as w0:
+        flag = balance_flag(cri, shared(cri, lab, w0))
+        if not fast_path:
+            assert flag.read_text().strip() == "1"  # nothing readies it
+            return
+        wait_until(lambda: flag.read_text().strip() == "0", "the started container readied")
+        plugin.stop()
+        flag.write_text("1")  # as a fresh cgroup has it: the plugin must not trust a memory
+        plugin.start()
+        plugin.wait_synchronized(2)
+        wait_until(lambda: flag.read_text().strip() == "0",
+                   "the running container readied after the Synchronize")

@@ -39,7 +39,7 @@ from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.deadlock import locks_are_safe
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import AdmissionError, ContainerFacts
+from cpuset_core import AdmissionError, ContainerFacts, Kind
 from cpuset_core.model import parse_reported
 from cpuset_core.verify import Observed
 from cpuset_service.placement import PlacementService
@@ -109,10 +109,9 @@ class CpusetNriHandler:
             [translate.pod_facts(p) for p in pods], facts, source="synchronize",
             unstarted=unstarted)
         self._service.pusher.record_lags(lagging - {u.container_id for u in synchronized.updates})
-        # The ones that run have their cgroups: ready them for the next creation's writes (a
-        # stopped one's cgroup is gone, or going: a file kept would pin it).
-        self._service.pusher.kernel.ready(c.id for c in containers
-                                          if c.state == pb.CONTAINER_RUNNING)
+        # The ones that run have their cgroups (a stopped one's is gone, or going: a file kept
+        # would pin it).
+        self._ready([c.id for c in containers if c.state == pb.CONTAINER_RUNNING])
         if self._on_synchronized is not None:
             self._on_synchronized()
         return translate.updates(synchronized.updates)
@@ -150,9 +149,20 @@ class CpusetNriHandler:
         except AdmissionError as error:
             raise HandlerError(f"nri-cpuset: {error}") from error
         self._service.quota.lift(container.id, container.linux.cgroups_path)
-        self._service.pusher.kernel.ready((container.id,))  # its cgroup exists now
+        self._ready([container.id])  # its cgroup exists now
         if _sees_starts_end(self.runtime):  # records wait until its PostStartContainer
             self._service.pusher.pace.starting(container.id)
+
+    def _ready(self, container_ids: Sequence[str]) -> None:
+        """Ready for their first kernel write the containers whose cpusets follow the shared
+        pool (every integer or pinned creation writes them; decision 63). Not an exclusive
+        one: written only if a pin moves it, while readying it on cgroup v1 is a domain
+        rebuild beside its own start, the start an integer creation is timed by."""
+        entries = self._service.ledger.entries
+        self._service.pusher.kernel.ready(
+            cid for cid in container_ids
+            if (entry := entries.get(cid)) is not None
+            and (entry.kind is Kind.SHARED or entry.with_shared))
 
     def on_post_start_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)
                                 container: pb.Container) -> None:

@@ -365,7 +365,8 @@ def test_the_kernel_updater_is_told_when_a_container_goes_and_at_a_resync() -> N
 def test_running_containers_are_readied_for_their_first_write_at_a_resync_and_a_start() -> None:
     """A resync readies every container that runs (not one created and never started, nor one
     stopped: no task, no cgroup to keep), after the resync closed what was kept; a start
-    readies the container that starts. Only with the fast path active."""
+    readies the container that starts. Only containers on the shared pool (an exclusive one
+    is written only if a pin moves it), and only with the fast path active."""
     handler, service = with_kernel(FakeKernel())
     told: list[str] = []
     service.pusher.kernel.resynced = lambda: told.append("resync")
@@ -379,8 +380,14 @@ def test_running_containers_are_readied_for_their_first_write_at_a_resync_and_a_
     stopped.state = pb.CONTAINER_STOPPED
     handler.on_synchronize([one, two], [waiter, runner, stopped])
     assert told == ["resync", runner.id]
-    handler.on_start_container(one, waiter)
-    assert told == ["resync", runner.id, waiter.id]
+    handler.on_start_container(one, waiter)  # integer: written only if a pin moves it
+    assert told == ["resync", runner.id]
+    other = container("other", two)
+    handler.on_create_container(two, other)
+    handler.on_start_container(two, other)
+    assert told == ["resync", runner.id, other.id]
     service.pusher.kernel.enabled = False  # runtime.kernel_updates = false: nothing to ready
-    handler.on_start_container(two, container("other", two))
-    assert told == ["resync", runner.id, waiter.id]
+    late = container("late", two)
+    handler.on_create_container(two, late)
+    handler.on_start_container(two, late)
+    assert told == ["resync", runner.id, other.id]

@@ -39,7 +39,7 @@ from cpuset_adapters.nri import translate
 from cpuset_adapters.nri.deadlock import locks_are_safe
 from cpuset_adapters.nri.handler_port import Event, HandlerError, RuntimeInfo
 from cpuset_adapters.nri.proto import nri_pb2 as pb
-from cpuset_core import AdmissionError, ContainerFacts, Kind
+from cpuset_core import AdmissionError, ContainerFacts
 from cpuset_core.model import parse_reported
 from cpuset_core.verify import Observed
 from cpuset_service.placement import PlacementService
@@ -161,8 +161,7 @@ class CpusetNriHandler:
         entries = self._service.ledger.entries
         self._service.pusher.kernel.ready(
             cid for cid in container_ids
-            if (entry := entries.get(cid)) is not None
-            and (entry.kind is Kind.SHARED or entry.with_shared))
+            if (entry := entries.get(cid)) is not None and entry.on_shared_pool)
 
     def on_post_start_container(self, pod: pb.PodSandbox,  # noqa: ARG002 (the port's shape)
                                 container: pb.Container) -> None:

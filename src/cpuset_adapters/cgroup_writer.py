@@ -180,9 +180,7 @@ class KernelCpusetWriter:
         path = self._path_of(update.container_id)
         if not path:
             return "the runtime gave no cgroup path"
-        directory = self._directory(path)
-        if self.clears_balance and directory not in self._unbalanced:
-            self._clear_balance(directory, update.container_id)
+        directory = self._directory(path, update.container_id)
         writes = [("cpuset.cpus", cpus)]
         if update.mems is not None and update.mems != update.previous_mems:
             # Memory nodes first when they grow, last when they shrink: like the CPUs, a
@@ -210,9 +208,7 @@ class KernelCpusetWriter:
         path = self._path_of(container_id)
         if not path:
             return
-        directory = self._directory(path)
-        if self.clears_balance and directory not in self._unbalanced:
-            self._clear_balance(directory, container_id)
+        directory = self._directory(path, container_id)
         self.files.keep(container_id, f"{directory}/cpuset.cpus")
 
     def forget(self, container_id: str) -> None:
@@ -223,12 +219,15 @@ class KernelCpusetWriter:
         """Close every file kept open (a resync: the next decisions open them again)."""
         self.files.close_all()
 
-    def _directory(self, path: str) -> str:
+    def _directory(self, path: str, container_id: str) -> str:
+        """The container cgroup's directory, its balance flag cleared if it must be (once)."""
         directory = self._directories.get(path)
         if directory is None:
             if len(self._directories) > MAX_REMEMBERED:  # containers come and go
                 self._directories.clear()
             directory = self._directories[path] = str(self.directory(path))
+        if self.clears_balance and directory not in self._unbalanced:
+            self._clear_balance(directory, container_id)
         return directory
 
     def _clear_balance(self, directory: str, container_id: str) -> None:

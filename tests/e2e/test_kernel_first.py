@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cpuset_adapters.cgroup_writer import BALANCE_FLAG
 from cpuset_adapters.cgroupfs import CGROUP_ROOT, cgroup_dir, cgroup_version
 from cpuset_core.cpuset import CPUSet
 from cpuset_lab.containerd import LabContainerd
@@ -86,14 +87,11 @@ def test_shared_containers_are_off_a_new_exclusive_containers_cpus_when_its_star
         assert "kernel write refused" not in plugin.text()
 
 
-BALANCE = "cpuset.sched_load_balance"
-
-
 def balance_flag(cri: KubeletClient, cid: str) -> Path:
     """The container's cgroup v1 ``cpuset.sched_load_balance``."""
     path = cri.container_status(cid).cgroups_path
     assert path is not None
-    return cgroup_dir(path, controller="cpuset") / BALANCE
+    return cgroup_dir(path, controller="cpuset") / BALANCE_FLAG
 
 
 @needs_two_cpus
@@ -103,7 +101,7 @@ def test_running_shared_containers_are_readied_before_a_creation_needs_them(
     cgroup v1, clearing its balance flag: a domain rebuild) is done when it starts, and for
     every running one when the plugin synchronizes, not on the next integer creation's
     answer. Only with the fast path on; read from the kernel's own files."""
-    root_flag = CGROUP_ROOT / "cpuset" / BALANCE
+    root_flag = CGROUP_ROOT / "cpuset" / BALANCE_FLAG
     if cgroup_version(CGROUP_ROOT) != 1 or root_flag.read_text().strip() != "1":
         pytest.skip("balance flags are cleared only on cgroup v1 with a balancing root")
     with pod(cri, "w0", QosClass.BURSTABLE) as w0:

@@ -38,12 +38,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from cpu_account import CpuAccount, available, machine_ns
 from creation_figures import (
     Creation,
     hook_ms,
-    hook_p50s,
     hook_text,
     interleaved,
+    named_p50s,
     phase_rows,
     sample_line,
     switch_line,
@@ -82,12 +83,20 @@ class CreationBench:
                                   args=("--config", str(config))),
         }
         self.current: PluginProcess | None = None
+        # Where each creation's CPU time goes: the plugin, the runtime (containerd with its
+        # shims and runc calls), and the whole machine; none on a cgroup v2 host.
+        self.accounts = ({"plugin": CpuAccount("nri-bench-plugin"),
+                          "runtime": CpuAccount("nri-bench-runtime")} if available() else {})
         self.switches: dict[str, list[float]] = {NOOP: [], PLUGIN: []}
         self.online = online_cpus()
 
     def run(self) -> None:
         print(f"load average at the start: {_load()}", flush=True)
+        for account in self.accounts.values():
+            account.open()
         version = self.lab.start()
+        if self.accounts and self.lab.pid is not None:
+            self.accounts["runtime"].adopt(self.lab.pid)
         print(f"runtime: {version.runtime_name} {version.runtime_version} "
               f"({self.lab.runtime.name}); {len(self.online)} online CPUs; "
               f"{self.args.samples} integer pods per plugin and size; after each nri-cpuset "
@@ -108,39 +117,47 @@ class CreationBench:
             if self.current is not None:
                 self.current.stop()
             self.lab.close()
+            for account in self.accounts.values():
+                account.close()
         print(f"load average at the end: {_load()}", flush=True)
 
     def size(self, node: DenseNode, size: int) -> None:
         results: dict[str, list[Creation]] = {NOOP: [], PLUGIN: []}
         hooks: list[dict[str, float]] = []
+        cpu: dict[str, list[dict[str, float]]] = {NOOP: [], PLUGIN: []}
         self.switches = {NOOP: [], PLUGIN: []}
         for name in interleaved((NOOP, PLUGIN), self.args.samples):
             if self.use(name):
                 print(self.timed(node, size, 0, name)[0], flush=True)
-            line, creation, hook_times = self.timed(node, size, len(results[name]) + 1, name)
+            line, creation, hook_times, cpu_ms = self.timed(node, size,
+                                                            len(results[name]) + 1, name)
             results[name].append(creation)
+            cpu[name].append(cpu_ms)
             if name == PLUGIN:
                 hooks.append(hook_times)
             print(line, flush=True)
         for row in phase_rows(size, NOOP, results[NOOP], PLUGIN, results[PLUGIN]):
             print(row, flush=True)
-        print(f"[{size:>4}] {PLUGIN}'s own time in each hook of a sample: {hook_p50s(hooks)}",
+        print(f"[{size:>4}] {PLUGIN}'s own time in each hook of a sample: {named_p50s(hooks)}",
               flush=True)
+        for name, used in cpu.items():
+            print(f"[{size:>4}] CPU time in a sample's three calls with {name}: "
+                  f"{named_p50s(used)}", flush=True)
         print(switch_line(size, self.switches), flush=True)
 
     def timed(self, node: DenseNode, size: int, number: int,
-              name: str) -> tuple[str, Creation, dict[str, float]]:
-        """One sample (``number`` 0: the warm-up), its line, and nri-cpuset's own time in each
+              name: str) -> tuple[str, Creation, dict[str, float], dict[str, float]]:
+        """One sample (``number`` 0: the warm-up), its line, nri-cpuset's own time in each
         hook during it (its metrics, read before and after, never during; none for the no-op
-        plugin)."""
+        plugin), and the CPU time used during its three calls (:meth:`sample`)."""
         plugin = name == PLUGIN
         before = self.plugins[name].metric_sums(HOOK_SECONDS, "hook") if plugin else {}
-        creation = self.sample(node)
-        line = sample_line(size, number, name, creation)
+        creation, cpu_ms = self.sample(node)
+        line = f"{sample_line(size, number, name, creation)}  CPU: {hook_text(cpu_ms)}"
         if not plugin:
-            return line, creation, {}
+            return line, creation, {}, cpu_ms
         hook_times = hook_ms(before, self.plugins[name].metric_sums(HOOK_SECONDS, "hook"))
-        return f"{line}  its hooks: {hook_text(hook_times)}", creation, hook_times
+        return f"{line}  its hooks: {hook_text(hook_times)}", creation, hook_times, cpu_ms
 
     def use(self, name: str) -> bool:
         """Make ``name`` the one plugin connected, synchronized and settled; return whether
@@ -153,21 +170,34 @@ class CreationBench:
             self.current = None
         _, synchronized = wanted.next_join(wanted.start)
         self.current = wanted
+        if self.accounts:
+            self.accounts["plugin"].adopt(wanted.pid)
         self.switches[name].append(synchronized - wanted.started_at)
         time.sleep(SETTLE)
         return True
 
-    def sample(self, node: DenseNode) -> Creation:
+    def sample(self, node: DenseNode) -> tuple[Creation, dict[str, float]]:
         """One integer pod run, created and started, its overlap read, then removed (and the
-        pool back everywhere)."""
+        pool back everywhere); with the CPU time, ms, the plugin, the runtime and the machine
+        used from before its RunPodSandbox to its StartContainer's return."""
+        before = self.cpu_ns()
         probe = node.create_probe("integer")
+        after = self.cpu_ns()
         shared = node.cpusets()  # first: the moment its start returned
         sharing = overlap(shared, node.cpus_of(probe.container_id))
         removed = time.perf_counter()
         node.remove_probe(probe)
         node.wait_all_on(self.online, removed)
-        return Creation(probe.runp_ms / 1000, probe.create_ms / 1000, probe.start_ms / 1000,
-                        sharing)
+        return (Creation(probe.runp_ms / 1000, probe.create_ms / 1000, probe.start_ms / 1000,
+                         sharing),
+                {what: (after[what] - before[what]) / 1e6 for what in after})
+
+    def cpu_ns(self) -> dict[str, int]:
+        """Each account's CPU time so far, and the machine's (nothing on a cgroup v2 host)."""
+        if not self.accounts:
+            return {}
+        used = {what: account.used_ns() for what, account in self.accounts.items()}
+        return used | {"machine": machine_ns()}
 
 
 def _load() -> str:

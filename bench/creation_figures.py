@@ -118,8 +118,9 @@ def hook_text(ms: Mapping[str, float]) -> str:
     return ", ".join(f"{hook} {value:.1f}" for hook, value in sorted(ms.items())) + " ms"
 
 
-def hook_p50s(samples: Sequence[Mapping[str, float]]) -> str:
-    """Each hook's p50 and max over ``samples`` (a sample without the hook counts 0)."""
+def named_p50s(samples: Sequence[Mapping[str, float]]) -> str:
+    """Each name's p50 and max over ``samples`` (hooks' or CPU times, ms; a sample without
+    the name counts 0)."""
     hooks = sorted({hook for sample in samples for hook in sample})
     if not hooks:
         return "none"

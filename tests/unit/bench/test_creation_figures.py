@@ -12,9 +12,9 @@ from creation_figures import (
     Creation,
     difference_interval,
     hook_ms,
-    hook_p50s,
     hook_text,
     interleaved,
+    named_p50s,
     phase_rows,
     sample_line,
     spread,
@@ -125,11 +125,11 @@ def test_hook_text_names_each_hook_sorted_or_says_none() -> None:
     assert hook_text({}) == "none"
 
 
-def test_hook_p50s_counts_a_sample_without_the_hook_as_zero() -> None:
-    text = hook_p50s([{"CreateContainer": 4.0}, {"CreateContainer": 2.0, "StopContainer": 1.0},
+def test_named_p50s_counts_a_sample_without_the_hook_as_zero() -> None:
+    text = named_p50s([{"CreateContainer": 4.0}, {"CreateContainer": 2.0, "StopContainer": 1.0},
                       {"CreateContainer": 3.0}])
     assert text == "CreateContainer p50 3.0 (max 4.0), StopContainer p50 0.0 (max 1.0) ms"
-    assert hook_p50s([]) == "none"
+    assert named_p50s([]) == "none"
 
 
 def test_the_interval_holds_the_difference_and_tells_a_shift_from_noise() -> None:

@@ -131,6 +131,8 @@ class Daemon:
         pace = self.service.pusher.pace
         pace.waiting, pace.clock = self.service.starts.unstarted, time.monotonic
         pace.quiet_for = lambda: self.session.quiet_for()  # noqa: PLW0108 - late-bound
+        if self.verifier is not None:
+            self.verifier.runtime_quiet = lambda: self.session.quiet_for()  # noqa: PLW0108
 
     def _locks_safe(self) -> bool:
         info = self.handler.runtime

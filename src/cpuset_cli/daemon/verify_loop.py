@@ -1,5 +1,8 @@
 """When the verifier runs: shortly after each burst of decisions or background sends settles,
-and every ``period`` seconds besides; never on a hook's path.
+and every ``period`` seconds besides; never on a hook's path, and not while the runtime is
+busy: a due pass waits until the runtime has been quiet for ``settle`` seconds too (its reads
+take CPU time a pod's creation would wait for on a small node; issue 45), for at most
+``period`` seconds (a node that never goes quiet is still verified).
 
 It notices a burst by looking (every :data:`TICK` seconds, two identity checks) at whether the
 ledger or the background sends changed, so nothing has to call it. A pass reads every
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Mapping
 
@@ -43,12 +47,15 @@ class VerifierLoop:
         self._settle = settle
         self._clock = clock
         self.last_pass_seconds = 0.0
+        self.runtime_quiet: Callable[[], float] = lambda: math.inf
+        """Seconds since the runtime's last call (the daemon binds it to its session)."""
         """How long the last pass took, reading included (``inspect`` and the benchmark)."""
 
     async def run(self) -> None:
         """Pass after every settled burst and every ``period`` seconds, until cancelled."""
         ledger, sent = self._service.ledger, self._service.pusher.sent
         changed_at: float | None = None
+        due_since: float | None = None
         last_pass = self._clock()
         while True:
             await asyncio.sleep(TICK)
@@ -56,9 +63,13 @@ class VerifierLoop:
             if self._service.ledger is not ledger or self._service.pusher.sent != sent:
                 ledger, sent, changed_at = self._service.ledger, self._service.pusher.sent, now
             settled = changed_at is not None and now - changed_at >= self._settle
-            if (settled or now - last_pass >= self._period) and self._service.synchronized:
-                changed_at, last_pass = None, now
-                await self.pass_once()
+            if not (settled or now - last_pass >= self._period) or not self._service.synchronized:
+                continue
+            due_since = now if due_since is None else due_since
+            if self.runtime_quiet() < self._settle and now - due_since < self._period:
+                continue  # the runtime is at work (a pod being made?): let it have the CPUs
+            changed_at, due_since, last_pass = None, None, now
+            await self.pass_once()
 
     def drifting(self) -> list[tuple[Mismatch, int]]:
         """Containers off their placement at the last pass, with the re-sends so far."""

@@ -35,6 +35,20 @@ def test_v2_takes_the_effective_set_where_the_cgroup_inherits(tmp_path: Path) ->
     assert (seen.cpus, seen.mems) == (CPUSet.parse("0-7"), CPUSet([0, 1]))
 
 
+def test_the_effective_files_are_read_only_where_the_configured_set_is_empty(
+        tmp_path: Path) -> None:
+    # A pass reads half the files (issue 45): with the effective files gone, a configured
+    # cgroup still reads; an inheriting one needs them (missing, as the cgroup gone is told).
+    write(tmp_path / "cpuset/kubepods/podu/c1", {"cpuset.cpus": "2", "cpuset.mems": "0"})
+    write(tmp_path / "cpuset/kubepods/podu/c2", {"cpuset.cpus": "", "cpuset.mems": "0"})
+    reader = CgroupReader(tmp_path)
+    seen = reader.observe("/kubepods/podu/c1")
+    assert (seen.cpus, seen.mems, seen.problem) == (CPUSet([2]), CPUSet([0]), "")
+    inheriting = reader.observe("/kubepods/podu/c2")
+    assert inheriting.cpus is None
+    assert inheriting.problem.startswith("no cgroup at ")
+
+
 def test_a_vanished_or_unnamed_cgroup_is_an_observation_not_an_exception(tmp_path: Path) -> None:
     reader = CgroupReader(tmp_path)
     gone = reader.observe("/kubepods/pod-x/c9")

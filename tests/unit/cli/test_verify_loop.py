@@ -61,3 +61,42 @@ def test_a_quiet_node_is_verified_every_period_and_a_failing_read_is_survived() 
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
     assert len(reads) >= 3
+
+
+def test_a_due_pass_waits_while_the_runtime_is_at_work_and_runs_once_it_is_quiet() -> None:
+    reads: list[Mapping[str, str]] = []
+    service, loop = loop_with(reads, period=3600)
+    busy = True
+    loop.runtime_quiet = lambda: 0.0 if busy else 1.0
+
+    async def scenario() -> None:
+        nonlocal busy
+        task = asyncio.create_task(loop.run())
+        await asyncio.sleep(0.1)  # the loop has taken its first look at the ledger
+        web = pod("web", qos="burstable")
+        service.synchronize([web], [container("c-web", web)], source="synchronize")
+        await asyncio.sleep(0.4)  # settled long since (0.05 s), but the runtime is busy
+        assert reads == []
+        busy = False
+        while not reads:  # bounded by the wait_for below, not a timing check
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert len(reads) == 1
+
+
+def test_a_runtime_that_never_goes_quiet_is_still_verified_once_a_period_has_gone_by() -> None:
+    reads: list[Mapping[str, str]] = []
+    service, loop = loop_with(reads, period=0.3)
+    loop.runtime_quiet = lambda: 0.0
+    service.synchronize([], [], source="synchronize")
+
+    async def scenario() -> None:
+        task = asyncio.create_task(loop.run())
+        while len(reads) < 2:
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert len(reads) >= 2

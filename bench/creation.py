@@ -20,7 +20,10 @@ back on every CPU before the next. The overlap is read from the kernel's cgroups
 returned: every shared container's ``cpuset.cpus`` against the new container's.
 
 Prints each sample as it comes, then per size each phase's p50 / min / max with the no-op
-plugin and with nri-cpuset, the p50 difference (nri-cpuset − no-op), the overlap's max, the
+plugin and with nri-cpuset, the p50 difference (nri-cpuset − no-op), the overlap's max,
+nri-cpuset's own time in each hook, the CPU time the plugin, the runtime (containerd, its
+shims and their ``runc`` calls) and the machine used within the three calls (cgroup v1
+``cpuacct`` groups of the bench's own, ``bench/cpu_account.py``; not on cgroup v2), the
 switches' times; the runtime's version and the load average at the start and the end. Prints
 figures only; nothing is asserted.
 

@@ -4,7 +4,7 @@ periodically; none before the runtime synchronized; a failing read does not stop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 
 from cpuset_cli.daemon.verify_loop import VerifierLoop
 from cpuset_core import CpusetEngine
@@ -29,6 +29,25 @@ def loop_with(reads: list[Mapping[str, str]], *, period: float,
     return service, VerifierLoop(service, Verifier(service), read, period=period, settle=0.05)
 
 
+async def passes(reads: list[Mapping[str, str]], count: int) -> None:
+    """Until ``count`` passes have read (bounded by :func:`run`'s timeout, not a timing check)."""
+    while len(reads) < count:
+        await asyncio.sleep(0.01)
+
+
+def run(scenario: Callable[[], Coroutine[object, object, None]]) -> None:
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def run_until_passes(loop: VerifierLoop, reads: list[Mapping[str, str]], count: int) -> None:
+    async def scenario() -> None:
+        task = asyncio.create_task(loop.run())
+        await passes(reads, count)
+        task.cancel()
+
+    run(scenario)
+
+
 def test_a_burst_is_verified_once_it_settles_and_not_before_the_runtime_synchronized() -> None:
     reads: list[Mapping[str, str]] = []
     service, loop = loop_with(reads, period=3600)
@@ -40,11 +59,10 @@ def test_a_burst_is_verified_once_it_settles_and_not_before_the_runtime_synchron
         await asyncio.sleep(0.3)
         assert reads == []
         service.synchronize([web], [container("c-web", web)], source="synchronize")
-        while not reads:  # bounded by the wait_for below, not a timing check
-            await asyncio.sleep(0.01)
+        await passes(reads, 1)
         task.cancel()
 
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    run(scenario)
     assert len(reads) == 1
 
 
@@ -52,14 +70,7 @@ def test_a_quiet_node_is_verified_every_period_and_a_failing_read_is_survived() 
     reads: list[Mapping[str, str]] = []
     service, loop = loop_with(reads, period=0.1, fail=True)
     service.synchronize([], [], source="synchronize")
-
-    async def scenario() -> None:
-        task = asyncio.create_task(loop.run())
-        while len(reads) < 3:
-            await asyncio.sleep(0.01)
-        task.cancel()
-
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    run_until_passes(loop, reads, 3)
     assert len(reads) >= 3
 
 
@@ -78,11 +89,10 @@ def test_a_due_pass_waits_while_the_runtime_is_at_work_and_runs_once_it_is_quiet
         await asyncio.sleep(0.4)  # settled long since (0.05 s), but the runtime is busy
         assert reads == []
         busy = False
-        while not reads:  # bounded by the wait_for below, not a timing check
-            await asyncio.sleep(0.01)
+        await passes(reads, 1)
         task.cancel()
 
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    run(scenario)
     assert len(reads) == 1
 
 
@@ -91,12 +101,5 @@ def test_a_runtime_that_never_goes_quiet_is_still_verified_once_a_period_has_gon
     service, loop = loop_with(reads, period=0.3)
     loop.runtime_quiet = lambda: 0.0
     service.synchronize([], [], source="synchronize")
-
-    async def scenario() -> None:
-        task = asyncio.create_task(loop.run())
-        while len(reads) < 2:
-            await asyncio.sleep(0.01)
-        task.cancel()
-
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    run_until_passes(loop, reads, 2)
     assert len(reads) >= 2

@@ -47,9 +47,9 @@ class VerifierLoop:
         self._settle = settle
         self._clock = clock
         self.last_pass_seconds = 0.0
+        """How long the last pass took, reading included (``inspect`` and the benchmark)."""
         self.runtime_quiet: Callable[[], float] = lambda: math.inf
         """Seconds since the runtime's last call (the daemon binds it to its session)."""
-        """How long the last pass took, reading included (``inspect`` and the benchmark)."""
 
     async def run(self) -> None:
         """Pass after every settled burst and every ``period`` seconds, until cancelled."""

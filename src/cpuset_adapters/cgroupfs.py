@@ -124,13 +124,9 @@ def process_cgroup(pid: int, *, controller: str = "cpuset", proc: Path = PROC_RO
     raise LookupError(f"pid {pid} is in no {'unified' if v2 else controller} cgroup")
 
 
-def _read_set(path: Path) -> CPUSet:
-    return CPUSet.parse(path.read_text().strip(), allow_empty=True)
-
-
-def _read_small_set(path: str) -> CPUSet:
-    """:func:`_read_set` in three system calls, without a text stream: the verifier reads
-    two of these per container on every pass."""
+def _read_set(path: str | Path) -> CPUSet:
+    """A cpulist file in three system calls, without a text stream: the verifier reads two
+    of these per container on every pass."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         text = os.read(fd, SET_TEXT_MAX)
@@ -139,18 +135,20 @@ def _read_small_set(path: str) -> CPUSet:
     return CPUSet.parse(text.decode().strip(), allow_empty=True)
 
 
+def _effective(what: str, version: int) -> str:
+    """The file of what the kernel applies of ``what`` (``cpus``/``mems``) on cgroup ``version``."""
+    return f"cpuset.{what}.effective" if version == 2 else f"cpuset.effective_{what}"
+
+
 def read_cpuset(directory: Path, *, root: Path = CGROUP_ROOT) -> CgroupCpuset:
     """The cpuset files of the cgroup ``directory`` (as returned by ``cgroup_dir``).
 
     v2: a configured ``cpuset.cpus`` may be empty (inherit from the parent); the effective files
     then hold what applies. Raises ``FileNotFoundError`` when the cgroup does not exist.
     """
-    if cgroup_version(root) == 2:
-        names = ("cpuset.cpus", "cpuset.mems", "cpuset.cpus.effective", "cpuset.mems.effective")
-        version = 2
-    else:
-        names = ("cpuset.cpus", "cpuset.mems", "cpuset.effective_cpus", "cpuset.effective_mems")
-        version = 1
+    version = cgroup_version(root)
+    names = ("cpuset.cpus", "cpuset.mems", _effective("cpus", version),
+             _effective("mems", version))
     cpus, mems, eff_cpus, eff_mems = (_read_set(directory / name) for name in names)
     return CgroupCpuset(path=directory, version=version, cpus=cpus, mems=mems,
                         effective_cpus=eff_cpus, effective_mems=eff_mems)
@@ -196,11 +194,9 @@ class CgroupReader:
         """The configured ``cpus`` or ``mems``, or the effective set where the configured one
         is empty (inherited, on v2). The effective file is read only then: a pass reads half
         the files, and its CPU time competes with the runtime's (issue 45)."""
-        configured = _read_small_set(f"{directory}/cpuset.{what}")
-        if configured:
-            return configured
-        effective = f"cpuset.{what}.effective" if self._version == 2 else f"cpuset.effective_{what}"
-        return _read_small_set(f"{directory}/{effective}")
+        assert self._version is not None  # _directory, called first, told it
+        configured = _read_set(f"{directory}/cpuset.{what}")
+        return configured or _read_set(f"{directory}/{_effective(what, self._version)}")
 
     def _quota(self, cgroups_path: str) -> int | None:
         """The cgroup's CFS quota, ``None`` when it cannot be read (not judged then)."""

@@ -19,13 +19,13 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from real_cgroups import CPUSET, ROOT, cpuset_children
 
 from cpuset_adapters.cgroup_writer import KernelCpusetWriter
 from cpuset_core import ContainerUpdate, CPUSet, Kind
 from cpuset_service.kernel_first import KernelFirst
 
-ROOT = Path("/sys/fs/cgroup")
 BALANCE = "cpuset.sched_load_balance"
 
 
@@ -41,63 +41,47 @@ def main() -> int:
                         help="also set the containers' parent cgroup's flag to 0 (by default "
                         "it stays 1, as a pod cgroup's does)")
     args = parser.parse_args()
-    cpuset = ROOT / "cpuset"
+    cpuset = CPUSET
     online = CPUSet.parse((cpuset / "cpuset.cpus").read_text().strip())
     if len(online) < 2:
         print("needs two CPUs in the root cpuset", file=sys.stderr)
         return 2
-    mems = (cpuset / "cpuset.mems").read_text().strip()
-    parent = cpuset / f"nri-cpuset-bench-{os.getpid()}"
-    paths = {f"c{n}": f"/{parent.name}/c{n}" for n in range(args.containers)}
-    writer = KernelCpusetWriter(ROOT, paths.get)
-    try:
-        parent.mkdir()
-        (parent / "cpuset.cpus").write_text(online.format())
-        (parent / "cpuset.mems").write_text(mems)
-        for path in paths.values():
-            directory = cpuset / path.lstrip("/")
-            directory.mkdir()
-            (directory / "cpuset.cpus").write_text(online.format())
-            (directory / "cpuset.mems").write_text(mems)
-        if args.parent_no_load_balance:
-            (parent / BALANCE).write_text("0")
-        first = KernelFirst()
-        first.updater = writer
-        if args.keep_load_balance:
-            writer.clears_balance = False
-        print(f"root {BALANCE} {(cpuset / BALANCE).read_text().strip()}, parent "
-              f"{(parent / BALANCE).read_text().strip()}; writer: "
-              f"{'leaves the flag' if args.keep_load_balance else writer.balance_note}")
-        smaller = online - CPUSet([online.last()])
-        # The first write to each cgroup also clears its flag (itself a rebuild): apart.
-        first_shrink = _timed(first, paths, online, smaller)
-        first_grow = _timed(first, paths, smaller, online)
-        print(f"{args.containers} containers, first shrink / grow: {first_shrink:.2f} ms / "
-              f"{first_grow:.2f} ms")
-        shrink, grow = [], []
-        for _ in range(args.rounds):
-            shrink.append(_timed(first, paths, online, smaller))
-            grow.append(_timed(first, paths, smaller, online))
-        if not args.keep_load_balance:
-            print(f"{args.containers} containers, a new writer's first shrink (flags already "
-                  f"0, as after a plugin restart): {_restarted(paths, online, smaller):.2f} ms")
-        seen = (cpuset / paths["c0"].lstrip("/") / "cpuset.cpus").read_text().strip()
-        assert seen == online.format(), seen
-        for name, times in (("shrink", shrink), ("grow", grow)):
-            median = statistics.median(times)
-            print(f"{args.containers} containers, {name}: p50 {median:.2f} ms, max "
-                  f"{max(times):.2f} ms ({median / args.containers * 1000:.1f} µs per "
-                  f"container; {args.rounds} rounds after the first; container "
-                  f"{BALANCE} "
-                  f"{(cpuset / paths['c0'].lstrip('/') / BALANCE).read_text().strip()})")
-    finally:
-        writer.close_files()  # an open file pins a removed cgroup as a dying one
-        for path in paths.values():
-            directory = cpuset / path.lstrip("/")
-            if directory.exists():
-                directory.rmdir()
-        if parent.exists():
-            parent.rmdir()
+    with cpuset_children(f"nri-cpuset-bench-{os.getpid()}", args.containers) as (parent, paths):
+        writer = KernelCpusetWriter(ROOT, paths.get)
+        try:
+            if args.parent_no_load_balance:
+                (parent / BALANCE).write_text("0")
+            first = KernelFirst()
+            first.updater = writer
+            if args.keep_load_balance:
+                writer.clears_balance = False
+            print(f"root {BALANCE} {(cpuset / BALANCE).read_text().strip()}, parent "
+                  f"{(parent / BALANCE).read_text().strip()}; writer: "
+                  f"{'leaves the flag' if args.keep_load_balance else writer.balance_note}")
+            smaller = online - CPUSet([online.last()])
+            # The first write to each cgroup also clears its flag (itself a rebuild): apart.
+            first_shrink = _timed(first, paths, online, smaller)
+            first_grow = _timed(first, paths, smaller, online)
+            print(f"{args.containers} containers, first shrink / grow: {first_shrink:.2f} ms / "
+                  f"{first_grow:.2f} ms")
+            shrink, grow = [], []
+            for _ in range(args.rounds):
+                shrink.append(_timed(first, paths, online, smaller))
+                grow.append(_timed(first, paths, smaller, online))
+            if not args.keep_load_balance:
+                print(f"{args.containers} containers, a new writer's first shrink (flags already "
+                      f"0, as after a plugin restart): {_restarted(paths, online, smaller):.2f} ms")
+            seen = (cpuset / paths["c0"].lstrip("/") / "cpuset.cpus").read_text().strip()
+            assert seen == online.format(), seen
+            for name, times in (("shrink", shrink), ("grow", grow)):
+                median = statistics.median(times)
+                print(f"{args.containers} containers, {name}: p50 {median:.2f} ms, max "
+                      f"{max(times):.2f} ms ({median / args.containers * 1000:.1f} µs per "
+                      f"container; {args.rounds} rounds after the first; container "
+                      f"{BALANCE} "
+                      f"{(cpuset / paths['c0'].lstrip('/') / BALANCE).read_text().strip()})")
+        finally:
+            writer.close_files()  # an open file pins a removed cgroup as a dying one
     return 0
 
 

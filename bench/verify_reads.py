@@ -16,11 +16,10 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from real_cgroups import CPUSET, ROOT, cpuset_children
 
 from cpuset_adapters.cgroupfs import CgroupReader
-
-CPUSET = Path("/sys/fs/cgroup/cpuset")
 
 
 def main() -> int:
@@ -43,22 +42,8 @@ def main() -> int:
 
 def passes(size: int, rounds: int) -> tuple[list[float], list[float]]:
     """``rounds`` passes over ``size`` fresh cgroups: each pass's wall and CPU time, ms."""
-    name = f"nri-cpuset-reads-{os.getpid()}"
-    parent = CPUSET / name
-    parent.mkdir()
-    made: list[Path] = []
-    try:
-        for file in ("cpuset.cpus", "cpuset.mems"):
-            (parent / file).write_text((CPUSET / file).read_text())
-        paths = {}
-        for n in range(size):
-            child = parent / f"c{n}"
-            child.mkdir()
-            made.append(child)
-            for file in ("cpuset.cpus", "cpuset.mems"):
-                (child / file).write_text((parent / file).read_text())
-            paths[f"c{n}"] = f"/{name}/c{n}"
-        reader = CgroupReader(CPUSET.parent)
+    with cpuset_children(f"nri-cpuset-reads-{os.getpid()}", size) as (_, paths):
+        reader = CgroupReader(ROOT)
         walls, cpus = [], []
         for _ in range(rounds):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -69,10 +54,6 @@ def passes(size: int, rounds: int) -> tuple[list[float], list[float]]:
             if unread:
                 raise RuntimeError(f"{len(unread)} cgroups unread, e.g. {seen[unread[0]]}")
         return walls, cpus
-    finally:
-        for child in reversed(made):
-            child.rmdir()
-        parent.rmdir()
 
 
 if __name__ == "__main__":
